@@ -64,9 +64,15 @@ def run_one(n: int) -> dict:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     m = 1 + len(model.kernel_widths_) * model.centre_indices_.size
     return {
-        "n": n, "fit_s": fit_s, "peak_mb": peak_mb, "n_relevance": model.n_relevance_,
-        "n_active": int(model.active_.size), "n_columns": m, "iters": model.n_iter_,
-        "widths": [round(float(w), 3) for w in model.kernel_widths_], "test_rmse": rmse,
+        "n": n,
+        "fit_s": fit_s,
+        "peak_mb": peak_mb,
+        "n_relevance": model.n_relevance_,
+        "n_active": int(model.active_.size),
+        "n_columns": m,
+        "iters": model.n_iter_,
+        "widths": [round(float(w), 3) for w in model.kernel_widths_],
+        "test_rmse": rmse,
         "floor_s": floor_seconds(n, m),
     }
 
@@ -79,19 +85,26 @@ def main(argv=None):
     if args.one:
         print(json.dumps(run_one(args.one)))
         return
-    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
-          f"python {platform.python_version()}, numpy {np.__version__}")
-    print("| N | fit (s) | floor Phi^T Phi (s) | fit / floor | peak RSS (MB) | columns M | "
-          "active | relevance vectors | widths | test RMSE (noise 0.2) |")
+    print(
+        f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
+        f"python {platform.python_version()}, numpy {np.__version__}"
+    )
+    print(
+        "| N | fit (s) | floor Phi^T Phi (s) | fit / floor | peak RSS (MB) | columns M | "
+        "active | relevance vectors | widths | test RMSE (noise 0.2) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
-        out = subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True
+        )
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"| {r['n']:,} | {r['fit_s']:.2f} | {r['floor_s']:.2f} | "
-              f"{r['fit_s'] / r['floor_s']:.2f} | {r['peak_mb']:.0f} | {r['n_columns']} | "
-              f"{r['n_active']} | {r['n_relevance']} | {r['widths']} | {r['test_rmse']:.3f} |",
-              flush=True)
+        print(
+            f"| {r['n']:,} | {r['fit_s']:.2f} | {r['floor_s']:.2f} | "
+            f"{r['fit_s'] / r['floor_s']:.2f} | {r['peak_mb']:.0f} | {r['n_columns']} | "
+            f"{r['n_active']} | {r['n_relevance']} | {r['widths']} | {r['test_rmse']:.3f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

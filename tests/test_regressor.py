@@ -30,8 +30,10 @@ def test_sinc_tipping_protocol(factorization):
         rms.append(np.sqrt(np.mean((m.predict(X_test) - f_test) ** 2)))
         n_rv.append(m.n_relevance_)
         noise.append(m.noise_std_)
-    print(f"sinc {factorization}: RMS {np.mean(rms):.4f}, RVs {np.mean(n_rv):.1f}, "
-          f"noise {np.mean(noise):.3f}")
+    print(
+        f"sinc {factorization}: RMS {np.mean(rms):.4f}, RVs {np.mean(n_rv):.1f}, "
+        f"noise {np.mean(noise):.3f}"
+    )
     assert np.mean(rms) <= 0.045  # Tipping's RVM 0.0326, SVM 0.0378
     assert np.mean(n_rv) <= 15
     assert 0.08 <= np.mean(noise) <= 0.12
@@ -83,8 +85,9 @@ def test_api_shapes_and_distribution():
 
 def test_meanfield_gives_gaussian_and_summed_mode_works():
     X, y = _sinc(1)
-    m = VRVMRegressor(kernel_widths=[1.5, 3.0], kernel_mode="summed",
-                      factorization="meanfield").fit(X, y)
+    m = VRVMRegressor(
+        kernel_widths=[1.5, 3.0], kernel_mode="summed", factorization="meanfield"
+    ).fit(X, y)
     dist = m.predict_dist(X[:4])
     assert isinstance(dist, Normal)
     assert np.all(np.isnan(m.basis_width_))
@@ -132,8 +135,9 @@ def test_pickle_clone_params_and_state_round_trip():
     assert c.factorization == "meanfield" and c.max_basis == 50
     meta, arrays = m.export_state()
     restored = VRVMRegressor.from_state(meta, arrays)
-    np.testing.assert_array_equal(restored.predict(X, return_std=True)[1],
-                                  m.predict(X, return_std=True)[1])
+    np.testing.assert_array_equal(
+        restored.predict(X, return_std=True)[1], m.predict(X, return_std=True)[1]
+    )
     assert restored.n_relevance_ == m.n_relevance_
     with pytest.raises(ValueError, match="invalid VRVMRegressor state"):
         VRVMRegressor.from_state({"params": {}}, arrays)
@@ -141,7 +145,7 @@ def test_pickle_clone_params_and_state_round_trip():
 
 def test_keyword_only_constructor():
     with pytest.raises(TypeError):
-        VRVMRegressor("auto")  # noqa: misuse on purpose
+        VRVMRegressor("auto")  # positional arguments are refused on purpose
 
 
 @pytest.mark.parametrize(

@@ -75,8 +75,11 @@ def test_log_evidence_matches_multivariate_student_t():
     _, logdet = np.linalg.slogdet(c)
     quad = y @ np.linalg.solve(c, y)
     direct = (
-        special.gammaln(e0 + n / 2) - special.gammaln(e0) - n / 2 * np.log(2 * np.pi * f0)
-        - 0.5 * logdet - (e0 + n / 2) * np.log1p(quad / (2 * f0))
+        special.gammaln(e0 + n / 2)
+        - special.gammaln(e0)
+        - n / 2 * np.log(2 * np.pi * f0)
+        - 0.5 * logdet
+        - (e0 + n / 2) * np.log1p(quad / (2 * f0))
     )
     assert log_evidence(stats, alpha, priors) == pytest.approx(direct, rel=1e-12)
 
@@ -104,7 +107,7 @@ def test_elbo_never_decreases_without_pruning_fast_solver(family):
 
 
 def test_structured_bound_never_below_mean_field_bound_for_same_q_alpha():
-    spec, _, _, stats = _sinc_stats(seed=4)
+    _, _, _, stats = _sinc_stats(seed=4)
     rng = np.random.default_rng(0)
     for trial in range(5):
         # q(alpha) from a converged fit, or random positive
@@ -125,12 +128,12 @@ def test_fast_solver_reaches_plain_coordinate_ascent_posterior(seed):
     """Small problems on which plain coordinate ascent converges: same posterior."""
     spec, x, _, stats = _sinc_stats(seed=seed, n=60, n_centres=6)
     fast = fit_fast(stats, "structured", Priors(), tol=1e-12)
-    slow = fit_coordinate(stats, "structured", Priors(), tol=1e-15, max_iter=40000,
-                          alpha_max=1e10)
+    slow = fit_coordinate(stats, "structured", Priors(), tol=1e-15, max_iter=40000, alpha_max=1e10)
     assert slow.converged
     phi = spec.design(x, None)
-    np.testing.assert_allclose(phi[:, fast.active] @ fast.post.mean,
-                               phi[:, slow.active] @ slow.post.mean, atol=1e-5)
+    np.testing.assert_allclose(
+        phi[:, fast.active] @ fast.post.mean, phi[:, slow.active] @ slow.post.mean, atol=1e-5
+    )
     assert fast.f / fast.e == pytest.approx(slow.f / slow.e, rel=1e-5)
     np.testing.assert_array_equal(fast.active, slow.active)
     np.testing.assert_allclose(fast.alpha[1:], slow.alpha[1:], rtol=1e-3)
@@ -159,7 +162,8 @@ def test_single_basis_alpha_is_the_limit_of_coordinate_updates():
         for _ in range(20000):  # alpha <- (2 a0 + 1) / (2 b0 + E[lambda w^2])
             alpha = (2 * a0 + 1) / (2 * b0 + (bq2 + alpha + s) / (alpha + s) ** 2)
         assert single_basis_alpha(np.array([s]), np.array([bq2]), a0, b0)[0] == pytest.approx(
-            alpha, rel=1e-8)
+            alpha, rel=1e-8
+        )
     assert np.isinf(single_basis_alpha(np.array([3.0]), np.array([2.0]))[0])
 
 
@@ -178,8 +182,13 @@ def test_elbo_function_matches_optimised_structured_value_at_optimum():
     eln_alpha = special.psi(a_post) - np.log(b_post)
     # terms involving q(alpha) minus what a point mass at alpha would give
     alpha_terms = np.sum(
-        priors.a0 * np.log(priors.b0) - special.gammaln(priors.a0) + (priors.a0 - 1) * eln_alpha
-        - priors.b0 * alpha + a_post - np.log(b_post) + special.gammaln(a_post)
+        priors.a0 * np.log(priors.b0)
+        - special.gammaln(priors.a0)
+        + (priors.a0 - 1) * eln_alpha
+        - priors.b0 * alpha
+        + a_post
+        - np.log(b_post)
+        + special.gammaln(a_post)
         + (1 - a_post) * special.psi(a_post)
     ) + 0.5 * np.sum(eln_alpha - np.log(alpha))
     assert value - alpha_terms == pytest.approx(log_evidence(sub, alpha, priors), rel=1e-10)

@@ -3,7 +3,9 @@
 from vrvm.datasets import synthetic_city, synthetic_city_geojson
 from vrvm.distributions import Normal, StudentT
 from vrvm.features import LocalProjection, TripFeaturizer, haversine_km, raw_distance_km
+from vrvm.metrics import evaluate_distribution
 from vrvm.mixture import MixtureDistribution
+from vrvm.model import TravelTimeModel, trips_sha256
 from vrvm.regressor import VRVMRegressor
 from vrvm.storage import (
     ModelFormatError,
@@ -45,6 +47,7 @@ __all__ = [
     "ModelStore",
     "Normal",
     "StudentT",
+    "TravelTimeModel",
     "TripFeaturizer",
     "VRVMRegressor",
     "VersionInfo",
@@ -52,6 +55,7 @@ __all__ = [
     "choose_h3_resolution",
     "clean_trips",
     "detect_schema",
+    "evaluate_distribution",
     "haversine_km",
     "latlng_to_zone",
     "load_model_dir",
@@ -63,6 +67,7 @@ __all__ = [
     "stratified_shards",
     "synthetic_city",
     "synthetic_city_geojson",
+    "trips_sha256",
     "zone_grid",
     "zone_of",
     "zones_geojson",

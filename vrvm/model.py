@@ -1,0 +1,912 @@
+"""The travel-time model: an ensemble of VRVMs on stratified shards, as a uniform mixture.
+
+:class:`TravelTimeModel` is what the CLI and the dashboard train, save and query. It
+wires together the building blocks of the package:
+
+1. :class:`~vrvm.features.TripFeaturizer` turns trips into standardised kernel inputs
+   ``X`` and the standardised great-circle distance ``d`` (the paper's linear column);
+2. the trips are dealt into ``n_members`` shards by
+   :func:`~vrvm.zones.stratified_shards` on (origin zone, destination zone, hour of
+   day), so every member sees every origin-destination-hour cell in proportion;
+3. kernel widths are chosen once on a pooled subsample (when ``"auto"``), then one
+   :class:`~vrvm.regressor.VRVMRegressor` per shard is fitted with those widths, in
+   parallel (joblib/loky or Dask);
+4. predictions are the uniform mixture of the members' predictives
+   (:class:`~vrvm.mixture.MixtureDistribution`), on seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import logging
+import numbers
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import ThreadpoolController
+
+from vrvm.features import TripFeaturizer
+from vrvm.metrics import DEFAULT_LEVELS, evaluate_distribution
+from vrvm.mixture import MixtureDistribution
+from vrvm.regressor import VRVMRegressor
+from vrvm.storage import ModelFormatError, load_model_dir, save_model_dir
+from vrvm.zones import choose_h3_resolution, latlng_to_zone, stratified_shards
+
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "TravelTimeModel", "trips_sha256"]
+
+logger = logging.getLogger(__name__)
+
+#: Format name and newest format version of saved models (see :meth:`TravelTimeModel.save`).
+FORMAT_NAME = "vrvm.TravelTimeModel"
+FORMAT_VERSION = 1
+
+QUERY_COLUMNS = ("origin_lat", "origin_lon", "dest_lat", "dest_lon", "start_time")
+TARGET_COLUMN = "travel_time_s"
+
+#: Signature of the progress callback: ``progress(i_done, n_members, elapsed_s)``.
+ProgressCallback = Callable[[int, int, float], Any]
+
+# Parameters passed on unchanged to every member (and to the width-selection fit).
+_REGRESSOR_PARAMS = (
+    "kernel_widths",
+    "kernel_mode",
+    "width_selection",
+    "n_widths",
+    "max_basis",
+    "factorization",
+    "selection_size",
+)
+
+
+def _is_int(value, low: int | None = None, high: int | None = None) -> bool:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return False
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
+def _is_seed(value) -> bool:
+    return value is None or isinstance(value, np.random.Generator) or _is_int(value, 0)
+
+
+# Declarative table of the ensemble's own parameters: name -> (predicate, allowed values).
+# Parameters shared with VRVMRegressor are checked by VRVMRegressor's own table.
+_PARAMETER_CONSTRAINTS = {
+    "n_members": (lambda v: _is_int(v, 1), "an integer >= 1"),
+    "target": (lambda v: v in ("log", "seconds"), '"log" or "seconds"'),
+    "h3_resolution": (lambda v: v is None or _is_int(v, 0, 15), "None or an integer in [0, 15]"),
+    "target_zones": (lambda v: _is_int(v, 1), "an integer >= 1"),
+    "tz": (lambda v: v is None or isinstance(v, str), "None or an IANA time-zone name"),
+    "n_jobs": (lambda v: v is None or (_is_int(v) and v != 0), "None or a non-zero integer"),
+    "backend": (lambda v: v in ("loky", "dask"), '"loky" or "dask"'),
+    "client": (
+        lambda v: v is None or isinstance(v, str) or hasattr(v, "submit"),
+        "None, a dask.distributed.Client or a scheduler address string",
+    ),
+    "random_state": (_is_seed, "None, a non-negative integer or a numpy Generator"),
+}
+
+
+def _fit_member(index: int, X, y, d, params: dict) -> tuple[int, VRVMRegressor]:
+    """Fit one member on its shard (module level, so joblib and Dask workers can import it)."""
+    return index, VRVMRegressor(**params).fit(X, y, linear=d)
+
+
+def _run_dask(client, tasks, on_done) -> None:
+    """Fit the members as Dask tasks, calling ``on_done`` as each one completes."""
+    from distributed import as_completed
+
+    futures = []
+    try:
+        for index, X, y, d, params in tasks:
+            # scatter the shard first: large arrays inside a task graph are slow
+            data = client.scatter([X, y, d])
+            futures.append(client.submit(_fit_member, index, *data, params, pure=False))
+        for future in as_completed(futures):
+            on_done(*future.result())
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def _check_trips(trips, *, with_target: bool, name: str = "trips") -> pd.DataFrame:
+    if not isinstance(trips, pd.DataFrame):
+        raise TypeError(f"{name} must be a pandas DataFrame, got {type(trips).__name__}")
+    columns = (*QUERY_COLUMNS, TARGET_COLUMN) if with_target else QUERY_COLUMNS
+    missing = [c for c in columns if c not in trips.columns]
+    if missing:
+        raise ValueError(
+            f"{name} is missing column(s) {missing}; expected {list(columns)} "
+            "(read files with vrvm.read_trips to get them)"
+        )
+    if len(trips) == 0:
+        raise ValueError(f"{name} has no rows")
+    return trips
+
+
+def _travel_times(trips: pd.DataFrame, *, positive: bool) -> np.ndarray:
+    try:
+        y = trips[TARGET_COLUMN].to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        raise ValueError(f"column {TARGET_COLUMN!r} must hold numbers of seconds") from None
+    bad = ~np.isfinite(y) | ((y <= 0) if positive else False)
+    if bad.any():
+        rows = np.flatnonzero(bad)[:10].tolist()
+        need = "finite and positive" if positive else "finite"
+        raise ValueError(
+            f"{TARGET_COLUMN} must be {need}; {int(bad.sum())} row(s) are not (positions "
+            f"{rows}); clean the trips first (vrvm.clean_trips)"
+        )
+    return y
+
+
+def trips_sha256(trips: pd.DataFrame) -> str:
+    """SHA-256 of the canonical columns of a trip table, in row order.
+
+    Hashes, column by column, the name and the little-endian bytes of the values:
+    coordinates and ``travel_time_s`` as float64, ``start_time`` as int64 nanoseconds
+    since the epoch (UTC for timezone-aware times, wall clock for naive ones). The
+    digest identifies the training data exactly and does not depend on the file
+    format it was read from, on other columns or on the index.
+
+    Examples
+    --------
+    >>> from vrvm.datasets import synthetic_city
+    >>> trips = synthetic_city(50, seed=0)
+    >>> trips_sha256(trips) == trips_sha256(trips.copy()), len(trips_sha256(trips))
+    (True, 64)
+    >>> trips_sha256(trips) == trips_sha256(trips.iloc[::-1])
+    False
+    """
+    digest = hashlib.sha256(b"vrvm.trips.v1")
+    for column in (*QUERY_COLUMNS, TARGET_COLUMN):
+        if column not in trips.columns:
+            continue
+        values = trips[column]
+        if column == "start_time":
+            times = values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz else values
+            raw = times.to_numpy(dtype="datetime64[ns]").view("<i8")
+        else:
+            raw = values.to_numpy(dtype="<f8", na_value=np.nan)
+        digest.update(column.encode() + b"\0")
+        digest.update(np.ascontiguousarray(raw).tobytes())
+    return digest.hexdigest()
+
+
+def _training_summary(trips: pd.DataFrame, travel_time_s: np.ndarray) -> dict[str, Any]:
+    times = trips["start_time"]
+    lats = np.concatenate([trips["origin_lat"].to_numpy(float), trips["dest_lat"].to_numpy(float)])
+    lons = np.concatenate([trips["origin_lon"].to_numpy(float), trips["dest_lon"].to_numpy(float)])
+    summary = {
+        "n_trips": len(trips),
+        "start_time_min": times.min().isoformat(),
+        "start_time_max": times.max().isoformat(),
+        "bbox": [float(lats.min()), float(lons.min()), float(lats.max()), float(lons.max())],
+        "travel_time_s": {
+            "min": float(travel_time_s.min()),
+            "median": float(np.median(travel_time_s)),
+            "max": float(travel_time_s.max()),
+        },
+        "sha256": trips_sha256(trips),
+    }
+    for key in ("source", "schema", "city"):
+        if isinstance(trips.attrs.get(key), str):
+            summary[key] = trips.attrs[key]
+    if isinstance(trips.attrs.get("synthetic"), bool | np.bool_):
+        summary["synthetic"] = bool(trips.attrs["synthetic"])
+    return summary
+
+
+class _Seeds:
+    """Independent seeds for sharding, width selection and each member.
+
+    Spawned from one :class:`numpy.random.SeedSequence`, so a fixed ``random_state``
+    reproduces everything whatever the number of jobs or the backend.
+    """
+
+    def __init__(self, random_state, n_members: int):
+        if isinstance(random_state, np.random.Generator):
+            random_state = int(random_state.integers(2**63))
+        shards, selection, *members = np.random.SeedSequence(random_state).spawn(2 + n_members)
+        self.shards = self._int(shards)
+        self.selection = self._int(selection)
+        self.members = [self._int(m) for m in members]
+
+    @staticmethod
+    def _int(seq: np.random.SeedSequence) -> int:
+        return int(seq.generate_state(1, dtype=np.uint32)[0])
+
+
+# Query rows per block in predict_dist: small enough for a block of the design matrix
+# (rows x relevance vectors) to stay in cache, large enough for efficient BLAS calls.
+_PREDICT_CHUNK = 1024
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    return ThreadpoolController()  # inspecting the loaded libraries takes ~10 ms: once
+
+
+_blas_lock = threading.Lock()
+_blas_users = 0  # predictions currently inside _single_threaded_blas
+_blas_limiter = None  # the active threadpoolctl limit, restored by the last user
+
+
+@contextlib.contextmanager
+def _single_threaded_blas():
+    """Run BLAS on one thread inside the block (for the small products of prediction).
+
+    A block of 1024 queries times ~100 relevance vectors is too small for BLAS threads
+    to pay off: their spin-waiting competes with the element-wise work between calls,
+    and measured prediction ran 5-7 times slower with two BLAS threads than with one.
+    The limit is process-wide, so concurrent predictions (a dashboard serving several
+    sessions) share one limit, set by the first to enter and lifted by the last to
+    leave.
+    """
+    global _blas_users, _blas_limiter
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_limiter = _blas_controller().limit(limits=1, user_api="blas")
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
+
+
+def _round_for_json(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+class TravelTimeModel(BaseEstimator):
+    r"""Probabilistic travel-time model: a uniform mixture of VRVMs fitted on data shards.
+
+    Each of ``n_members`` variational relevance vector machines
+    (:class:`~vrvm.regressor.VRVMRegressor`) is fitted on its own shard of the trips;
+    the shards are stratified by (origin zone, destination zone, hour of day). The
+    predictive distribution of a trip is the equally weighted mixture of the members'
+    predictives (Student-t for the structured factorisation, Gaussian for the
+    mean-field one).
+
+    Parameters
+    ----------
+    n_members : int, default=8
+        Number of ensemble members (and of shards).
+    target : {"log", "seconds"}, default="log"
+        Scale the members model. ``"log"``: log(travel_time_s); the predictive on
+        seconds is then a log-t (or log-normal) mixture with positive support.
+        ``"seconds"``: travel_time_s itself (the paper's scale; the predictive puts
+        some mass on negative times).
+    kernel_widths : "auto", float or sequence of float, default="auto"
+        Gaussian kernel widths, in units of the standardised features. ``"auto"``
+        chooses them once, by ``width_selection``, on a random subsample of at most
+        ``selection_size`` trips, and every member uses the result.
+    kernel_mode : {"stacked", "summed"}, default="stacked"
+        See :class:`~vrvm.regressor.VRVMRegressor`.
+    width_selection : {"evidence", "cv"}, default="evidence"
+        Criterion for ``"auto"`` widths (see :class:`~vrvm.regressor.VRVMRegressor`).
+    n_widths : int, default=2
+        Number of widths chosen by ``"auto"``.
+    max_basis : int, default=1000
+        Maximum number of kernel centres per member.
+    factorization : {"structured", "meanfield"}, default="structured"
+        Variational family: Student-t or Gaussian member predictives.
+    h3_resolution : int or None, default=None
+        H3 resolution of the zones used for stratification. None chooses it from the
+        extent of the training data (:func:`~vrvm.zones.choose_h3_resolution` with
+        ``target_zones``).
+    target_zones : int, default=200
+        Approximate number of zones covering the data when ``h3_resolution`` is None.
+    tz : str or None, default=None
+        Time zone (IANA name) in which hours and weekdays are read. None: the zone of
+        ``start_time`` at ``fit``. Naive query times are read in this zone.
+    n_jobs : int or None, default=1
+        Members fitted in parallel with the loky backend (-1: all cores).
+    backend : {"loky", "dask"}, default="loky"
+        ``"loky"``: local processes through joblib. ``"dask"``: tasks on a Dask cluster
+        (needs ``pip install 'vrvm[dask]'``), given by ``client``.
+    client : dask.distributed.Client, str or None, default=None
+        For ``backend="dask"``: a client, or a scheduler address such as
+        ``"tcp://10.0.0.5:8786"`` (connected to for the fit, then closed). None uses
+        the current default client.
+    selection_size : int, default=2000
+        Trips in the pooled subsample used to choose ``"auto"`` widths.
+    random_state : int, numpy Generator or None, default=None
+        Seed of sharding, width selection and the members' centre choice. An integer
+        makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
+
+    Attributes
+    ----------
+    members_ : list of VRVMRegressor
+        The fitted members, member ``m`` trained on shard ``m``.
+    featurizer_ : TripFeaturizer
+        The fitted featurizer shared by all members.
+    kernel_widths_ : ndarray
+        Kernel widths every member used.
+    width_scores_ : dict
+        Score of every candidate width set when widths were chosen automatically
+        (empty otherwise).
+    h3_resolution_ : int or None
+        H3 resolution of the stratification zones (None when ``zones=`` was given).
+    tz_ : str
+        Time zone of hours and weekdays.
+    shard_sizes_ : ndarray of int
+        Trips per member.
+    n_relevance_ : ndarray of int
+        Relevance vectors per member.
+    fit_time_s_ : float
+        Wall-clock duration of :meth:`fit`, in seconds.
+    training_summary_ : dict
+        ``n_trips``, ``start_time_min`` / ``start_time_max`` (ISO 8601),
+        ``bbox`` ``[min_lat, min_lon, max_lat, max_lon]``, ``travel_time_s``
+        min/median/max, ``sha256`` (:func:`trips_sha256`), and the trips'
+        ``source``/``schema``/``synthetic`` attributes when present.
+    metrics_ : dict or None
+        Metrics stored with the model (see :meth:`save`); None after :meth:`fit`.
+
+    See Also
+    --------
+    vrvm.regressor.VRVMRegressor : one member.
+    vrvm.mixture.MixtureDistribution : the predictive returned by :meth:`predict_dist`.
+    vrvm.metrics.evaluate_distribution : the scores of :meth:`evaluate`.
+
+    Notes
+    -----
+    With target y = log T the members' Student-t predictives p_m(y) give the mixture
+
+    .. math:: p(t) = \frac{1}{M} \sum_{m=1}^{M} \frac{1}{t}\, p_m(\log t), \qquad t > 0,
+
+    whose quantiles are exp of the log-scale mixture quantiles, so medians and
+    intervals are exact; its mean and variance use variance-matched log-normal
+    components (log-t moments are infinite, see
+    :class:`~vrvm.mixture.MixtureDistribution`).
+
+    Training on disjoint shards and averaging the predictives is a
+    divide-and-conquer approximation to one VRVM on all data: each member works on
+    n/M rows (its Gram matrix Phi^T Phi costs O(n K^2 / M) for K candidate basis
+    functions) and the members run in parallel. By the law of total variance the
+    mixture's variance is the members' average variance plus the spread of their
+    means, so disagreement between members widens the predictive. Stratifying the
+    shards on (origin zone, destination zone, hour) keeps every member's view of the
+    city and of the day representative.
+
+    Prediction costs O(M K_r^2) per trip, K_r being a member's number of relevance
+    vectors: the members' posterior factors are inverted once and applied block-wise
+    (about 8 µs per trip for 8 members of ~100 relevance vectors on one core).
+
+    Examples
+    --------
+    >>> from vrvm import synthetic_city
+    >>> from vrvm.model import TravelTimeModel
+    >>> trips = synthetic_city(800, seed=0)
+    >>> model = TravelTimeModel(n_members=2, kernel_widths=[1.0, 2.0], max_basis=60,
+    ...                         random_state=0).fit(trips)
+    >>> dist = model.predict_dist(trips.head(3))
+    >>> dist.n_components, len(dist)
+    (2, 3)
+    >>> lo, hi = dist.interval(0.9)
+    >>> median = model.predict(trips.head(3))
+    >>> bool(((lo > 0) & (lo < median) & (median < hi)).all())
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        n_members: int = 8,
+        target: str = "log",
+        kernel_widths="auto",
+        kernel_mode: str = "stacked",
+        width_selection: str = "evidence",
+        n_widths: int = 2,
+        max_basis: int = 1000,
+        factorization: str = "structured",
+        h3_resolution: int | None = None,
+        target_zones: int = 200,
+        tz: str | None = None,
+        n_jobs: int | None = 1,
+        backend: str = "loky",
+        client=None,
+        selection_size: int = 2000,
+        random_state: int | np.random.Generator | None = None,
+    ):
+        self.n_members = n_members
+        self.target = target
+        self.kernel_widths = kernel_widths
+        self.kernel_mode = kernel_mode
+        self.width_selection = width_selection
+        self.n_widths = n_widths
+        self.max_basis = max_basis
+        self.factorization = factorization
+        self.h3_resolution = h3_resolution
+        self.target_zones = target_zones
+        self.tz = tz
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.client = client
+        self.selection_size = selection_size
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self) -> None:
+        for name, (check, allowed) in _PARAMETER_CONSTRAINTS.items():
+            value = getattr(self, name)
+            if not check(value):
+                raise ValueError(
+                    f"The {name!r} parameter of {type(self).__name__} must be {allowed}; "
+                    f"got {value!r}."
+                )
+        # the shared parameters, by the members' own table (same names, same rules)
+        self._member_template(kernel_widths=self.kernel_widths)._validate_params()
+
+    def _member_template(self, **overrides) -> VRVMRegressor:
+        params = {name: getattr(self, name) for name in _REGRESSOR_PARAMS}
+        params.update(overrides)
+        return VRVMRegressor(**params)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(
+        self,
+        trips: pd.DataFrame,
+        *,
+        progress: ProgressCallback | None = None,
+        zones=None,
+    ) -> TravelTimeModel:
+        """Fit the ensemble on canonical trips.
+
+        Parameters
+        ----------
+        trips : pandas.DataFrame
+            Canonical trips (:data:`vrvm.trips.CANONICAL_COLUMNS`, as returned by
+            :func:`vrvm.read_trips`), with finite travel times (positive for
+            ``target="log"``). ``start_time`` must be timezone-aware unless ``tz``
+            is given.
+        progress : callable or None, default=None
+            Called as ``progress(i_done, n_members, elapsed_s)`` in the calling
+            process after each member completes (members may complete in any order),
+            ``elapsed_s`` counting from the start of ``fit``. For a CLI progress bar
+            or ``st.progress``.
+        zones : array-like or pandas.DataFrame, optional
+            Zone labels of each trip used for stratification instead of H3 cells:
+            shape ``(n,)`` (one label, e.g. an origin-destination pair) or
+            ``(n, k)`` (e.g. origin and destination zone). The hour of day is added
+            to the strata in both cases.
+
+        Returns
+        -------
+        self : TravelTimeModel
+        """
+        started = time.perf_counter()
+        self._validate_params()
+        trips = _check_trips(trips, with_target=True)
+        with self._dask_client() as client:  # connect before the work, to fail early
+            return self._fit(trips, progress, zones, client, started)
+
+    def _fit(self, trips, progress, zones, client, started: float) -> TravelTimeModel:
+        positive = self.target == "log"
+        travel_time_s = _travel_times(trips, positive=positive)
+        n = len(trips)
+        if n < 3 * self.n_members:
+            raise ValueError(
+                f"{n} trips are too few for {self.n_members} members (each member needs "
+                "at least 3); use fewer members or more data"
+            )
+
+        featurizer = TripFeaturizer(tz=self.tz)
+        X, d = featurizer.fit_transform(trips)
+        y = np.log(travel_time_s) if positive else travel_time_s
+        seeds = _Seeds(self.random_state, self.n_members)
+
+        strata, resolution = self._strata(trips, featurizer.tz_, zones)
+        shard_of_row = stratified_shards(strata, self.n_members, random_state=seeds.shards)
+        shard_rows = [np.flatnonzero(shard_of_row == m) for m in range(self.n_members)]
+
+        widths, width_scores = self._choose_widths(X, y, d, seeds.selection)
+        logger.info(
+            "fitting %d members on %d trips with kernel widths %s",
+            self.n_members,
+            n,
+            np.round(widths, 4).tolist(),
+        )
+        tasks = []
+        for m, rows in enumerate(shard_rows):
+            params = self._member_template(kernel_widths=widths.tolist()).get_params()
+            params["random_state"] = seeds.members[m]
+            tasks.append((m, X[rows], y[rows], d[rows], params))
+        members = self._fit_members(tasks, progress, started, client)
+
+        self.members_ = members
+        # the training trips behind each member's relevance vectors, for maps of them
+        starts = (
+            trips["start_time"].dt.tz_convert("UTC")
+            if trips["start_time"].dt.tz
+            else (trips["start_time"])
+        )
+        raw = np.column_stack(
+            [
+                trips[["origin_lat", "origin_lon", "dest_lat", "dest_lon"]].to_numpy(float),
+                starts.astype("int64").to_numpy() / 1e9,
+                travel_time_s,
+            ]
+        )
+        self.relevance_trip_arrays_ = [
+            raw[rows[member.relevance_indices_]]
+            for rows, member in zip(shard_rows, members, strict=True)
+        ]
+        self.featurizer_ = featurizer
+        self.kernel_widths_ = widths
+        self.width_scores_ = width_scores
+        self.h3_resolution_ = resolution
+        self.tz_ = featurizer.tz_
+        self.shard_sizes_ = np.array([rows.size for rows in shard_rows])
+        self.n_relevance_ = np.array([member.n_relevance_ for member in members])
+        self.training_summary_ = _training_summary(trips, travel_time_s)
+        self.metrics_ = None
+        self.fit_time_s_ = time.perf_counter() - started
+        logger.info("fitted %d members in %.1f s", self.n_members, self.fit_time_s_)
+        return self
+
+    def _strata(self, trips: pd.DataFrame, tz: str, zones) -> tuple[list, int | None]:
+        """Stratification keys (origin zone, destination zone, local hour) and the resolution."""
+        times = trips["start_time"]
+        if times.dt.tz is not None:
+            times = times.dt.tz_convert(tz)
+        hour = times.dt.hour.to_numpy()
+        if zones is not None:
+            if isinstance(zones, pd.DataFrame):
+                keys = [zones[c].to_numpy() for c in zones.columns]
+            else:
+                arr = np.asarray(zones, dtype=object)
+                keys = [arr] if arr.ndim == 1 else [arr[:, j] for j in range(arr.shape[1])]
+            if any(len(k) != len(trips) for k in keys) or not keys:
+                raise ValueError(
+                    f"zones must hold one label (or one row of labels) per trip: got "
+                    f"{[len(k) for k in keys]} labels for {len(trips)} trips"
+                )
+            return [*keys, hour], None
+        o_lat, o_lon = trips["origin_lat"].to_numpy(float), trips["origin_lon"].to_numpy(float)
+        d_lat, d_lon = trips["dest_lat"].to_numpy(float), trips["dest_lon"].to_numpy(float)
+        resolution = self.h3_resolution
+        if resolution is None:
+            resolution = choose_h3_resolution(
+                np.concatenate([o_lat, d_lat]),
+                np.concatenate([o_lon, d_lon]),
+                target_zones=self.target_zones,
+            )
+        origin = latlng_to_zone(o_lat, o_lon, resolution)
+        dest = latlng_to_zone(d_lat, d_lon, resolution)
+        return [origin, dest, hour], int(resolution)
+
+    def _choose_widths(self, X, y, d, seed: int) -> tuple[np.ndarray, dict]:
+        """Explicit widths as given, or ``"auto"`` ones chosen once on a pooled subsample."""
+        if not isinstance(self.kernel_widths, str):
+            return np.atleast_1d(np.asarray(self.kernel_widths, dtype=np.float64)), {}
+        rng = np.random.default_rng(seed)
+        rows = np.arange(X.shape[0])
+        if rows.size > self.selection_size:
+            rows = np.sort(rng.choice(rows.size, size=self.selection_size, replace=False))
+        started = time.perf_counter()
+        selector = self._member_template(random_state=seed).fit(X[rows], y[rows], linear=d[rows])
+        logger.info(
+            "chose kernel widths %s on %d trips in %.1f s",
+            np.round(selector.kernel_widths_, 4).tolist(),
+            rows.size,
+            time.perf_counter() - started,
+        )
+        return np.asarray(selector.kernel_widths_, dtype=np.float64), dict(selector.width_scores_)
+
+    def _fit_members(self, tasks, progress, started: float, client) -> list[VRVMRegressor]:
+        members: list[VRVMRegressor | None] = [None] * len(tasks)
+        done = 0
+
+        def on_done(index: int, member: VRVMRegressor) -> None:
+            nonlocal done
+            members[index] = member
+            done += 1
+            elapsed = time.perf_counter() - started
+            logger.info(
+                "member %d/%d done (%d relevance vectors, %.1f s)",
+                done,
+                len(tasks),
+                member.n_relevance_,
+                elapsed,
+            )
+            if progress is not None:
+                progress(done, len(tasks), elapsed)
+
+        if client is not None:
+            _run_dask(client, tasks, on_done)
+        else:
+            self._run_loky(tasks, on_done)
+        return members  # type: ignore[return-value]
+
+    def _run_loky(self, tasks, on_done) -> None:
+        from joblib import Parallel, delayed
+
+        n_jobs = self.n_jobs if self.n_jobs is not None else 1
+        parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered")
+        for index, member in parallel(delayed(_fit_member)(*task) for task in tasks):
+            on_done(index, member)
+
+    @contextlib.contextmanager
+    def _dask_client(self):
+        """The Dask client to fit with (None for loky); closes a client it opened."""
+        if self.backend != "dask":
+            yield None
+            return
+        try:
+            from distributed import Client, get_client
+        except ImportError:
+            raise ImportError(
+                "backend='dask' needs dask.distributed, which is not installed; "
+                "install it with: pip install 'vrvm[dask]'"
+            ) from None
+        if self.client is None:
+            try:
+                client = get_client()
+            except ValueError:
+                raise ValueError(
+                    "backend='dask' needs a cluster: pass client=dask.distributed.Client(...) "
+                    "or a scheduler address such as client='tcp://127.0.0.1:8786'"
+                ) from None
+            yield client
+        elif isinstance(self.client, str):
+            try:
+                client = Client(self.client, set_as_default=False)
+            except OSError as exc:
+                raise OSError(
+                    f"cannot connect to the Dask scheduler at {self.client}: {exc}"
+                ) from None
+            with client:
+                yield client
+        else:
+            yield self.client
+
+    # ------------------------------------------------------------------ prediction
+    def predict_dist(self, queries: pd.DataFrame) -> MixtureDistribution:
+        """Predictive distribution of the travel time (seconds) of each query.
+
+        Parameters
+        ----------
+        queries : pandas.DataFrame
+            Columns ``origin_lat, origin_lon, dest_lat, dest_lon, start_time``;
+            other columns are ignored. Naive ``start_time`` values are read as wall
+            clock times in the model's time zone ``tz_``.
+
+        Returns
+        -------
+        MixtureDistribution
+            ``M = n_members`` components per query, on seconds: Student-t
+            (structured) or Gaussian (mean-field) components of log-seconds with
+            ``transform="log"`` for ``target="log"``; of seconds otherwise.
+        """
+        check_is_fitted(self, "members_")
+        queries = _check_trips(queries, with_target=False, name="queries")
+        X, d = self.featurizer_.transform(queries)
+        predictives = self._predictives()
+        loc = np.empty((len(predictives), X.shape[0]))
+        scale = np.empty_like(loc)
+        with _single_threaded_blas():
+            for start in range(0, X.shape[0], _PREDICT_CHUNK):
+                rows = slice(start, start + _PREDICT_CHUNK)
+                for m, member in enumerate(predictives):
+                    loc[m, rows], scale[m, rows] = member.loc_scale(X[rows], d[rows, None])
+        df = None
+        if predictives[0].family == "structured":
+            df = np.array([[2.0 * member.e] for member in predictives])
+        transform = "log" if self.target == "log" else None
+        return MixtureDistribution(loc, scale, df=df, transform=transform)
+
+    def _predictives(self) -> list:
+        """The members' compact predictive models (see ``VRVMRegressor.predict_dist``)."""
+        return [member._predictor for member in self.members_]
+
+    def relevance_trips(self) -> pd.DataFrame:
+        """The training trips that became relevance vectors, one row per (member, trip).
+
+        Columns: ``member``, ``origin_lat``, ``origin_lon``, ``dest_lat``, ``dest_lon``,
+        ``start_time`` (in the model's time zone), ``hour``, ``travel_time_s``,
+        ``weight`` (sum of |posterior mean weight| of the trip's kernel columns, in
+        target units), ``width`` (kernel width of its largest-weight column; NaN for
+        summed kernels) and ``n_widths`` (how many of its widths survived).
+        """
+        check_is_fitted(self, "members_")
+        frames = []
+        for m, (member, raw) in enumerate(
+            zip(self.members_, self.relevance_trip_arrays_, strict=True)
+        ):
+            idx = member.relevance_indices_
+            weight = np.zeros(idx.size)
+            width = np.full(idx.size, np.nan)
+            n_widths = np.zeros(idx.size, dtype=int)
+            best = np.zeros(idx.size)
+            pos = np.searchsorted(idx, member.basis_centre_index_)
+            for col, (centre, p) in enumerate(zip(member.basis_centre_index_, pos, strict=True)):
+                if centre < 0:
+                    continue
+                w = abs(member.coef_[col])
+                weight[p] += w
+                n_widths[p] += 1
+                if w >= best[p]:
+                    best[p], width[p] = w, member.basis_width_[col]
+            frame = pd.DataFrame(
+                raw,
+                columns=[
+                    "origin_lat",
+                    "origin_lon",
+                    "dest_lat",
+                    "dest_lon",
+                    "start_s",
+                    "travel_time_s",
+                ],
+            )
+            frame.insert(0, "member", m)
+            frame["start_time"] = pd.to_datetime(
+                frame.pop("start_s"), unit="s", utc=True
+            ).dt.tz_convert(self.tz_)
+            frame["hour"] = frame["start_time"].dt.hour
+            frame["weight"], frame["width"], frame["n_widths"] = weight, width, n_widths
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True)
+
+    def predict(self, queries: pd.DataFrame) -> np.ndarray:
+        """Predictive median travel time of each query, in seconds.
+
+        The median, not the mean: it is exact for the mixture, robust to the heavy
+        right tail of travel times, and the point forecast minimising absolute error.
+        """
+        return self.predict_dist(queries).median()
+
+    def evaluate(
+        self,
+        trips: pd.DataFrame,
+        *,
+        levels=DEFAULT_LEVELS,
+        pit_bins: int = 10,
+    ) -> dict[str, Any]:
+        """Score the predictive distributions of ``trips`` against their travel times.
+
+        Returns the dict of :func:`vrvm.metrics.evaluate_distribution` (RMSE / MAE /
+        MAPE of the median and the mean, NLL, CRPS, interval coverage and width, PIT
+        histogram), all in seconds.
+        """
+        check_is_fitted(self, "members_")
+        trips = _check_trips(trips, with_target=True)
+        y = _travel_times(trips, positive=False)
+        return evaluate_distribution(self.predict_dist(trips), y, levels=levels, pit_bins=pit_bins)
+
+    # ------------------------------------------------------------------ storage
+    def _json_params(self) -> dict[str, Any]:
+        params = self.get_params()
+        params["client"] = None  # a live connection is not part of the model
+        if not (params["random_state"] is None or isinstance(params["random_state"], int)):
+            params["random_state"] = None
+        if not isinstance(params["kernel_widths"], str):
+            params["kernel_widths"] = np.atleast_1d(params["kernel_widths"]).astype(float).tolist()
+        return params
+
+    def save(self, path: str | os.PathLike[str], *, metrics: Mapping | None = None):
+        """Save the model atomically to the directory ``path`` (no pickle).
+
+        ``model.json`` holds the format name ``"vrvm.TravelTimeModel"`` and version,
+        the parameters, the featurizer configuration, the kernel widths, the zone
+        resolution, the time zone, the training summary with its SHA-256, the
+        members' metadata and ``metrics``; ``arrays.npz`` holds every member's arrays
+        under the prefix ``m000__``, ``m001__``, ... (see
+        :func:`vrvm.storage.save_model_dir` for the atomicity guarantee).
+
+        Parameters
+        ----------
+        path : str or path-like
+            Model directory; an existing model there is replaced.
+        metrics : dict, optional
+            JSON-serialisable scores to store (for example :meth:`evaluate` on a
+            held-out set); default: the model's ``metrics_``.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+        """
+        check_is_fitted(self, "members_")
+        member_meta = []
+        arrays: dict[str, np.ndarray] = {}
+        for m, member in enumerate(self.members_):
+            meta, member_arrays = member.export_state()
+            member_meta.append(meta)
+            member_arrays["relevance_trips"] = self.relevance_trip_arrays_[m]
+            arrays.update({f"m{m:03d}__{key}": value for key, value in member_arrays.items()})
+        metadata = {
+            "params": self._json_params(),
+            "n_members": len(self.members_),
+            "target": self.target,
+            "featurizer": self.featurizer_.to_dict(),
+            "kernel_widths": [float(w) for w in self.kernel_widths_],
+            "width_scores": [
+                {"widths": list(widths), "score": _round_for_json(score)}
+                for widths, score in self.width_scores_.items()
+            ],
+            "h3_resolution": self.h3_resolution_,
+            "tz": self.tz_,
+            "shard_sizes": [int(s) for s in self.shard_sizes_],
+            "fit_time_s": float(self.fit_time_s_),
+            "training_summary": self.training_summary_,
+            "metrics": dict(metrics) if metrics is not None else self.metrics_,
+            "members": member_meta,
+        }
+        return save_model_dir(
+            path,
+            metadata=metadata,
+            arrays=arrays,
+            format_name=FORMAT_NAME,
+            format_version=FORMAT_VERSION,
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TravelTimeModel:
+        """Load a model saved by :meth:`save`, verifying its format and checksum.
+
+        Raises
+        ------
+        ModelFormatError
+            If the directory is missing, damaged, tampered with (checksum mismatch),
+            of another format, written by a newer vrvm, or inconsistent.
+        """
+        meta, arrays = load_model_dir(
+            path, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION
+        )
+        try:
+            model = cls(**meta["params"])
+            n_members = int(meta["n_members"])
+            if len(meta["members"]) != n_members:
+                raise ValueError(f"{len(meta['members'])} member records for {n_members} members")
+            per_member: list[dict[str, np.ndarray]] = [{} for _ in range(n_members)]
+            for key, value in arrays.items():
+                prefix, sep, name = key.partition("__")
+                index = int(prefix[1:]) if prefix[1:].isdigit() else -1
+                if not (sep and prefix[:1] == "m" and 0 <= index < n_members):
+                    raise ValueError(f"unexpected array {key!r}")
+                per_member[index][name] = value
+            members = [
+                VRVMRegressor.from_state(member_meta, member_arrays)
+                for member_meta, member_arrays in zip(meta["members"], per_member, strict=True)
+            ]
+            model.members_ = members
+            model.relevance_trip_arrays_ = [
+                np.asarray(member_arrays["relevance_trips"], dtype=np.float64).reshape(-1, 6)
+                for member_arrays in per_member
+            ]
+            model.featurizer_ = TripFeaturizer.from_dict(meta["featurizer"])
+            model.kernel_widths_ = np.asarray(meta["kernel_widths"], dtype=np.float64)
+            model.width_scores_ = {
+                tuple(entry["widths"]): entry["score"] for entry in meta["width_scores"]
+            }
+            model.h3_resolution_ = meta["h3_resolution"]
+            model.tz_ = meta["tz"]
+            model.shard_sizes_ = np.asarray(meta["shard_sizes"], dtype=np.int64)
+            model.n_relevance_ = np.array([member.n_relevance_ for member in members])
+            model.fit_time_s_ = float(meta["fit_time_s"])
+            model.training_summary_ = dict(meta["training_summary"])
+            model.metrics_ = meta["metrics"]
+            if model.target != meta["target"]:
+                raise ValueError("target does not match the stored parameters")
+        except ModelFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ModelFormatError(
+                f"{path} does not hold a consistent TravelTimeModel ({type(exc).__name__}: "
+                f"{exc}); the model.json was modified or written by an incompatible tool"
+            ) from None
+        return model
