@@ -1,5 +1,6 @@
 """vrvm: probabilistic travel-time prediction with variational relevance vector machines."""
 
+from vrvm.blr import BayesianLinearRegression, NormalGammaPosterior
 from vrvm.datasets import synthetic_city, synthetic_city_geojson
 from vrvm.distributions import Normal, StudentT
 from vrvm.features import LocalProjection, TripFeaturizer, haversine_km, raw_distance_km
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CANONICAL_COLUMNS",
+    "BayesianLinearRegression",
     "CleaningConfig",
     "CleaningReport",
     "LocalProjection",
@@ -46,6 +48,7 @@ __all__ = [
     "ModelManifest",
     "ModelStore",
     "Normal",
+    "NormalGammaPosterior",
     "StudentT",
     "TravelTimeModel",
     "TripFeaturizer",

@@ -554,6 +554,8 @@ class TravelTimeModel(BaseEstimator):
         self.n_relevance_ = np.array([member.n_relevance_ for member in members])
         self.training_summary_ = _training_summary(trips, travel_time_s)
         self.metrics_ = None
+        self.n_updates_ = 0
+        self.update_history_ = []
         self.fit_time_s_ = time.perf_counter() - started
         logger.info("fitted %d members in %.1f s", self.n_members, self.fit_time_s_)
         return self
@@ -713,6 +715,59 @@ class TravelTimeModel(BaseEstimator):
         """The members' compact predictive models (see ``VRVMRegressor.predict_dist``)."""
         return [member._predictor for member in self.members_]
 
+    # ------------------------------------------------------------------ online updates
+    def update(
+        self,
+        trips: pd.DataFrame,
+        *,
+        forgetting: float = 1.0,
+        assign: str = "all",
+    ) -> TravelTimeModel:
+        """Update every member's posterior with new trips, in milliseconds, without refitting.
+
+        Each member keeps its relevance vectors, kernel widths and alpha; the
+        posterior over its weights and noise precision is conjugate given those, so
+        today's posterior becomes tomorrow's prior (:meth:`VRVMRegressor.partial_fit`).
+        Features use the standardisation learned at fit time. Updates the model in
+        place and returns it; copy it first (``copy.deepcopy``) to keep the old one.
+
+        Parameters
+        ----------
+        trips : pandas.DataFrame
+            Canonical trips with travel times.
+        forgetting : float in (0, 1], default=1.0
+            Exponential forgetting per new trip (see :meth:`VRVMRegressor.partial_fit`):
+            below 1 the model follows drift such as a road closure; 1 forgets nothing.
+        assign : {"all", "shard"}, default="all"
+            ``"all"``: every member learns from every new trip. ``"shard"``: trips are
+            dealt to the members in turn (continuing across calls), keeping each member's
+            share of the data as at fit time; an update then costs one member's time.
+
+        Returns
+        -------
+        self : TravelTimeModel
+        """
+        check_is_fitted(self, "members_")
+        if assign not in ("all", "shard"):
+            raise ValueError(f"assign must be 'all' or 'shard', got {assign!r}")
+        trips = _check_trips(trips, with_target=True)
+        travel_time_s = _travel_times(trips, positive=self.target == "log")
+        X, d = self.featurizer_.transform(trips)
+        y = np.log(travel_time_s) if self.target == "log" else travel_time_s
+        n_members = len(self.members_)
+        seen = getattr(self, "n_updates_", 0)
+        for m, member in enumerate(self.members_):
+            rows = (
+                slice(None) if assign == "all" else (np.arange(len(trips)) + seen) % n_members == m
+            )
+            if assign == "all" or np.any(rows):
+                member.partial_fit(X[rows], y[rows], linear=d[rows, None], forgetting=forgetting)
+        self.n_updates_ = seen + len(trips)
+        record = _training_summary(trips, travel_time_s)
+        record.update(forgetting=float(forgetting), assign=assign)
+        self.update_history_ = [*getattr(self, "update_history_", []), record]
+        return self
+
     def relevance_trips(self) -> pd.DataFrame:
         """The training trips that became relevance vectors, one row per (member, trip).
 
@@ -844,6 +899,8 @@ class TravelTimeModel(BaseEstimator):
             "fit_time_s": float(self.fit_time_s_),
             "training_summary": self.training_summary_,
             "metrics": dict(metrics) if metrics is not None else self.metrics_,
+            "n_updates": int(getattr(self, "n_updates_", 0)),
+            "update_history": list(getattr(self, "update_history_", [])),
             "members": member_meta,
         }
         return save_model_dir(
@@ -900,6 +957,8 @@ class TravelTimeModel(BaseEstimator):
             model.fit_time_s_ = float(meta["fit_time_s"])
             model.training_summary_ = dict(meta["training_summary"])
             model.metrics_ = meta["metrics"]
+            model.n_updates_ = int(meta.get("n_updates", 0))
+            model.update_history_ = list(meta.get("update_history", []))
             if model.target != meta["target"]:
                 raise ValueError("target does not match the stored parameters")
         except ModelFormatError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg
@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
+from vrvm.blr import NormalGammaPosterior
 from vrvm.distributions import Normal, StudentT
 from vrvm.kernels import (
     BasisSpec,
@@ -135,6 +136,7 @@ class _Predictor:
     beta_w: float
     family: str
     y_scale: float
+    _online: NormalGammaPosterior | None = field(default=None, repr=False, compare=False)
 
     @functools.cached_property
     def chol_inv(self) -> np.ndarray:
@@ -166,6 +168,33 @@ class _Predictor:
             # Gaussian variance f'/e' + phi^T Sigma phi with Sigma = V / beta_w
             scale2 = self.f / self.e + quad / self.beta_w
         return loc * self.y_scale, np.sqrt(scale2) * self.y_scale
+
+    def online_posterior(self) -> NormalGammaPosterior:
+        """The weights' and noise's posterior in conjugate normal-gamma form, for updates.
+
+        Structured: exactly q(w, lambda) = NG(mu, V, e', f'). Mean-field: at its fixed
+        point q(w) q(lambda) shares mu and E[lambda] with the structured posterior whose
+        shape is e' - K/2 (the mean-field e' counts the K weights), so that form is used.
+        """
+        if self._online is None:
+            k = self.mean.size
+            e_s = self.e if self.family == "structured" else self.e - k / 2.0
+            f_s = self.f if self.family == "structured" else e_s * self.beta_w**-1
+            self._online = NormalGammaPosterior.from_cholesky(self.chol, self.mean, a=e_s, b=f_s)
+        return self._online
+
+    def sync_from_online(self) -> None:
+        """Copy an updated :meth:`online_posterior` back into the predictive fields."""
+        post = self._online
+        self.chol = np.ascontiguousarray(post.cholesky.T)  # lower factor of A + G
+        self.mean = post.mean
+        if self.family == "structured":
+            self.e, self.f = post.a, post.b
+        else:
+            beta = post.a / post.b
+            self.e = post.a + self.mean.size / 2.0
+            self.f, self.beta_w = self.e / beta, beta
+        self.__dict__.pop("chol_inv", None)
 
     def dist(self, loc, scale):
         if self.family == "structured":
@@ -534,6 +563,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
         self.stop_reason_ = res.stop_reason
+        self.n_updates_ = 0
 
     # ------------------------------------------------------------------ state (no pickle)
     _STATE_ARRAYS = (
@@ -559,6 +589,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         "n_iter_",
         "converged_",
         "stop_reason_",
+        "n_updates_",
     )
 
     def export_state(self) -> tuple[dict, dict[str, np.ndarray]]:
@@ -615,7 +646,11 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         try:
             model = cls(**meta["params"])
             for key in cls._STATE_SCALARS:
-                setattr(model, key, meta["fitted"][key])
+                setattr(
+                    model,
+                    key,
+                    meta["fitted"].get(key, 0) if key == "n_updates_" else meta["fitted"][key],
+                )
             for key in cls._STATE_ARRAYS:
                 setattr(model, key, np.asarray(arrays[key]))
             p = meta["predictor"]
@@ -639,6 +674,60 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"invalid VRVMRegressor state: {exc!r}") from None
         return model
+
+    # ------------------------------------------------------------------ online updates
+    def partial_fit(self, X, y, linear=None, *, forgetting: float = 1.0):
+        """Update the fitted posterior with new observations (sequential Bayesian learning).
+
+        The basis (the surviving relevance vectors) and every alpha_k are held fixed at
+        their posterior means; then the posterior over the weights and the noise
+        precision is conjugate normal-gamma, and "today's posterior is tomorrow's
+        prior" (Bishop 2006, section 3.1.5, with the noise learned as well):
+
+            Lambda_N = Lambda + Phi^T Phi,   m_N = Lambda_N^-1 (Lambda m + Phi^T y),
+            e_N = e + n/2,   f_N = f + (y^T y + m^T Lambda m - m_N^T Lambda_N m_N)/2,
+
+        with Lambda = A + G the unit-noise precision. Each row costs O(K^2) through a
+        rank-one update of the Cholesky factor (:class:`vrvm.blr.NormalGammaPosterior`).
+        Without forgetting the result equals the batch posterior on all data seen with
+        the same basis and alpha, whatever the order.
+
+        Parameters
+        ----------
+        X, y, linear
+            New observations, as for :meth:`fit`.
+        forgetting : float in (0, 1], default=1.0
+            Exponential forgetting: before each new row the accumulated evidence
+            (precision, its mean term and the gamma parameters) is multiplied by
+            ``forgetting``, so a row seen ``k`` rows ago has weight ``forgetting**k``
+            (effective memory about 1 / (1 - forgetting) rows). 1 forgets nothing.
+
+        Returns
+        -------
+        self : VRVMRegressor
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-3, 3, (60, 1)); y = np.sin(X[:, 0]) + rng.normal(0, .1, 60)
+        >>> m = VRVMRegressor(kernel_widths=1.0).fit(X[:40], y[:40])
+        >>> m = m.partial_fit(X[40:], y[40:])
+        >>> m.n_updates_
+        20
+        """
+        X, linear = self._check_predict_input(X, linear)
+        y = self._as_matrix(y, "y", X.shape[0])
+        pred = self._predictor
+        post = pred.online_posterior()
+        phi = pred.basis.design(X, linear, pred.columns)
+        post.update(phi, y / pred.y_scale, forgetting=forgetting)
+        pred.sync_from_online()
+        s = pred.y_scale
+        self.coef_ = pred.mean * s
+        self.e_, self.f_ = float(pred.e), float(pred.f * s**2)
+        self.noise_std_ = float(np.sqrt(self.f_ / self.e_))
+        self.n_updates_ += X.shape[0]
+        return self
 
     # ------------------------------------------------------------------ prediction
     def predict_dist(self, X, linear=None):
