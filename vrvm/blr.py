@@ -64,6 +64,7 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
+from vrvm._validation import boolean, check_params, integer, real
 from vrvm.distributions import Normal, StudentT
 
 __all__ = ["BayesianLinearRegression", "NormalGammaPosterior"]
@@ -536,34 +537,17 @@ class NormalGammaPosterior:
 
 
 # --------------------------------------------------------------------------- estimator
-def _is_real(low, *, strict, allow_none=False):
-    def check(v):
-        if v is None:
-            return allow_none
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            return False
-        return v > low if strict else v >= low
-
-    return check
-
-
 # Declarative parameter table: name -> (predicate, description of the allowed values).
 _PARAMETER_CONSTRAINTS = {
-    "alpha": (_is_real(0, strict=True), "a number > 0"),
-    "beta": (_is_real(0, strict=True, allow_none=True), "None or a number > 0"),
-    "learn_noise": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
-    "a0": (_is_real(0, strict=True), "a number > 0"),
-    "b0": (_is_real(0, strict=True), "a number > 0"),
-    "fit_intercept": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
-    "forgetting": (
-        lambda v: _is_real(0, strict=True)(v) and v <= 1,
-        "a number in (0, 1]",
-    ),
-    "max_iter": (
-        lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1,
-        "an integer >= 1",
-    ),
-    "tol": (_is_real(0, strict=True), "a number > 0"),
+    "alpha": (real(0, strict=True), "a number > 0"),
+    "beta": (real(0, strict=True, allow_none=True), "None or a number > 0"),
+    "learn_noise": (boolean, "True or False"),
+    "a0": (real(0, strict=True), "a number > 0"),
+    "b0": (real(0, strict=True), "a number > 0"),
+    "fit_intercept": (boolean, "True or False"),
+    "forgetting": (real(0, strict=True, high=1), "a number in (0, 1]"),
+    "max_iter": (integer(1), "an integer >= 1"),
+    "tol": (real(0, strict=True), "a number > 0"),
 }
 
 
@@ -710,13 +694,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
-        for name, (check, allowed) in _PARAMETER_CONSTRAINTS.items():
-            value = getattr(self, name)
-            if not check(value):
-                raise ValueError(
-                    f"The {name!r} parameter of {type(self).__name__} must be {allowed}; "
-                    f"got {value!r}."
-                )
+        check_params(self, _PARAMETER_CONSTRAINTS)
         if self.learn_noise and self.beta is not None:
             raise ValueError(
                 "beta fixes the noise precision, which contradicts learn_noise=True; "

@@ -150,34 +150,98 @@ class BasisSpec:
         ndarray of shape (n, len(columns))
         """
         n = X.shape[0]
-        n_head = 1 + self.n_linear
         if columns is None:
-            columns = np.arange(self.n_columns)
-        columns = np.asarray(columns, dtype=np.intp)
-        out = np.empty((n, columns.size), dtype=np.float64)
-        is_head = columns < n_head
-        for j in np.flatnonzero(is_head):
-            c = columns[j]
+            return self._full_design(X, linear)
+        plan = self._plan(np.asarray(columns, dtype=np.intp))
+        out = np.empty((n, plan.n_out), dtype=np.float64)
+        for j, c in plan.head:
             out[:, j] = 1.0 if c == 0 else linear[:, c - 1]
-        kern = np.flatnonzero(~is_head)
-        if kern.size:
-            kcol = columns[kern] - n_head
-            centre = kcol % self.n_centres
-            uniq, inverse = np.unique(centre, return_inverse=True)
+        if plan.kern.size:
             # ||x - c||^2 = ||x||^2 + ||c||^2 - 2 x.c, one GEMM for all needed centres
-            sq = np.einsum("ij,ij->i", X, X)[:, None] + self._centre_sq[uniq][None, :]
-            sq -= 2.0 * (X @ self.centres[uniq].T)
+            sq = np.einsum("ij,ij->i", X, X)[:, None] + plan.centre_sq[None, :]
+            sq -= 2.0 * (X @ plan.centres.T)
             np.maximum(sq, 0.0, out=sq)
-            sq = sq[:, inverse]
+            if plan.inverse is not None:
+                sq = sq[:, plan.inverse]
             if self.mode == "stacked":
-                inv_l2 = 1.0 / self.widths[kcol // self.n_centres] ** 2
-                out[:, kern] = np.exp(-sq * inv_l2[None, :])
+                out[:, plan.kern] = np.exp(-sq * plan.inv_l2[None, :])
             else:
                 acc = np.zeros_like(sq)
                 for width in self.widths:
                     acc += np.exp(sq * (-1.0 / width**2))
-                out[:, kern] = acc
+                out[:, plan.kern] = acc
         return out
+
+    def _full_design(self, X: np.ndarray, linear: np.ndarray | None) -> np.ndarray:
+        """All columns: each width's kernel columns form one contiguous block, so the
+        exponentials are written in place (no gather or scatter of the n x M block)."""
+        n, head, m = X.shape[0], 1 + self.n_linear, self.n_centres
+        out = np.empty((n, self.n_columns), dtype=np.float64)
+        out[:, 0] = 1.0
+        if self.n_linear:
+            out[:, 1:head] = linear
+        sq = X @ self.centres.T  # ||x - c||^2 = ||x||^2 + ||c||^2 - 2 x.c, in place
+        sq *= -2.0
+        sq += np.einsum("ij,ij->i", X, X)[:, None]
+        sq += self._centre_sq[None, :]
+        np.maximum(sq, 0.0, out=sq)
+        if self.mode == "stacked":
+            for k, width in enumerate(self.widths):
+                block = out[:, head + k * m : head + (k + 1) * m]
+                np.multiply(sq, -1.0 / width**2, out=block)
+                np.exp(block, out=block)
+        else:
+            block = out[:, head:]
+            block[:] = 0.0
+            tmp = np.empty_like(sq)
+            for width in self.widths:
+                np.multiply(sq, -1.0 / width**2, out=tmp)
+                block += np.exp(tmp, out=tmp)
+        return out
+
+    def _plan(self, columns: np.ndarray) -> _DesignPlan:
+        """Index bookkeeping for a set of columns, memoised (prediction and online
+        updates ask for the same active columns again and again)."""
+        key = columns.tobytes()
+        cache = self.__dict__.setdefault("_plans", {})
+        plan = cache.get(key)
+        if plan is None:
+            n_head = 1 + self.n_linear
+            is_head = columns < n_head
+            head = [(int(j), int(columns[j])) for j in np.flatnonzero(is_head)]
+            kern = np.flatnonzero(~is_head)
+            kcol = columns[kern] - n_head
+            centre = kcol % self.n_centres
+            uniq, inverse = np.unique(centre, return_inverse=True)
+            if uniq.size == kern.size and np.array_equal(uniq, centre):
+                inverse = None  # columns already in centre order: no gather needed
+            inv_l2 = (
+                1.0 / self.widths[kcol // self.n_centres] ** 2 if self.mode == "stacked" else None
+            )
+            plan = _DesignPlan(
+                columns.size,
+                head,
+                kern,
+                np.ascontiguousarray(self.centres[uniq]),
+                self._centre_sq[uniq],
+                inverse,
+                inv_l2,
+            )
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = plan
+        return plan
+
+
+@dataclass(frozen=True)
+class _DesignPlan:
+    n_out: int
+    head: list
+    kern: np.ndarray
+    centres: np.ndarray
+    centre_sq: np.ndarray
+    inverse: np.ndarray | None
+    inv_l2: np.ndarray | None
 
 
 def default_chunk_size(n_columns: int) -> int:
@@ -298,7 +362,7 @@ def width_grid(centres: np.ndarray, n_widths: int, random_state=None) -> list[np
     --------
     >>> centres = np.linspace(0, 20, 101)[:, None]
     >>> [c.round(2).tolist() for c in width_grid(centres, 2)][:2]
-    [[1.7, 3.4], [3.4, 6.8]]
+    [[1.5, 3.0], [3.0, 6.0]]
     """
     scale = median_distance(centres, random_state)
     low = max(scale / 4.0, 2.0 * median_neighbour_distance(centres))

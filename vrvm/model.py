@@ -21,7 +21,6 @@ import contextlib
 import functools
 import hashlib
 import logging
-import numbers
 import os
 import threading
 import time
@@ -34,6 +33,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import ThreadpoolController
 
+from vrvm._validation import SEED, check_params, integer, one_of
 from vrvm.features import TripFeaturizer
 from vrvm.metrics import DEFAULT_LEVELS, evaluate_distribution
 from vrvm.mixture import MixtureDistribution
@@ -67,31 +67,21 @@ _REGRESSOR_PARAMS = (
 )
 
 
-def _is_int(value, low: int | None = None, high: int | None = None) -> bool:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        return False
-    return (low is None or value >= low) and (high is None or value <= high)
-
-
-def _is_seed(value) -> bool:
-    return value is None or isinstance(value, np.random.Generator) or _is_int(value, 0)
-
-
 # Declarative table of the ensemble's own parameters: name -> (predicate, allowed values).
 # Parameters shared with VRVMRegressor are checked by VRVMRegressor's own table.
 _PARAMETER_CONSTRAINTS = {
-    "n_members": (lambda v: _is_int(v, 1), "an integer >= 1"),
-    "target": (lambda v: v in ("log", "seconds"), '"log" or "seconds"'),
-    "h3_resolution": (lambda v: v is None or _is_int(v, 0, 15), "None or an integer in [0, 15]"),
-    "target_zones": (lambda v: _is_int(v, 1), "an integer >= 1"),
+    "n_members": (integer(1), "an integer >= 1"),
+    "target": (one_of("log", "seconds"), '"log" or "seconds"'),
+    "h3_resolution": (integer(0, 15, allow_none=True), "None or an integer in [0, 15]"),
+    "target_zones": (integer(1), "an integer >= 1"),
     "tz": (lambda v: v is None or isinstance(v, str), "None or an IANA time-zone name"),
-    "n_jobs": (lambda v: v is None or (_is_int(v) and v != 0), "None or a non-zero integer"),
-    "backend": (lambda v: v in ("loky", "dask"), '"loky" or "dask"'),
+    "n_jobs": (lambda v: integer(allow_none=True)(v) and v != 0, "None or a non-zero integer"),
+    "backend": (one_of("loky", "dask"), '"loky" or "dask"'),
     "client": (
         lambda v: v is None or isinstance(v, str) or hasattr(v, "submit"),
         "None, a dask.distributed.Client or a scheduler address string",
     ),
-    "random_state": (_is_seed, "None, a non-negative integer or a numpy Generator"),
+    "random_state": SEED,
 }
 
 
@@ -441,13 +431,7 @@ class TravelTimeModel(BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
-        for name, (check, allowed) in _PARAMETER_CONSTRAINTS.items():
-            value = getattr(self, name)
-            if not check(value):
-                raise ValueError(
-                    f"The {name!r} parameter of {type(self).__name__} must be {allowed}; "
-                    f"got {value!r}."
-                )
+        check_params(self, _PARAMETER_CONSTRAINTS)
         # the shared parameters, by the members' own table (same names, same rules)
         self._member_template(kernel_widths=self.kernel_widths)._validate_params()
 
@@ -763,10 +747,34 @@ class TravelTimeModel(BaseEstimator):
             if assign == "all" or np.any(rows):
                 member.partial_fit(X[rows], y[rows], linear=d[rows, None], forgetting=forgetting)
         self.n_updates_ = seen + len(trips)
-        record = _training_summary(trips, travel_time_s)
-        record.update(forgetting=float(forgetting), assign=assign)
-        self.update_history_ = [*getattr(self, "update_history_", []), record]
+        self._record_update(trips, forgetting, assign)
         return self
+
+    def _record_update(self, trips: pd.DataFrame, forgetting: float, assign: str) -> None:
+        """Append to ``update_history_``; consecutive updates with the same settings are
+        merged into one entry (trip count and time range), so a stream of single-trip
+        updates costs no bookkeeping and the saved history stays short."""
+        times = trips["start_time"]
+        first, last = times.iloc[0], times.iloc[-1]
+        if len(trips) > 1:
+            first, last = times.min(), times.max()
+        history = getattr(self, "update_history_", [])
+        entry = history[-1] if history else None
+        if entry and entry["forgetting"] == float(forgetting) and entry["assign"] == assign:
+            entry["n_trips"] += len(trips)
+            entry["start"] = min(pd.Timestamp(entry["start"]), first).isoformat()
+            entry["end"] = max(pd.Timestamp(entry["end"]), last).isoformat()
+        else:
+            history.append(
+                {
+                    "n_trips": len(trips),
+                    "start": first.isoformat(),
+                    "end": last.isoformat(),
+                    "forgetting": float(forgetting),
+                    "assign": assign,
+                }
+            )
+        self.update_history_ = history
 
     def relevance_trips(self) -> pd.DataFrame:
         """The training trips that became relevance vectors, one row per (member, trip).

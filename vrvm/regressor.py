@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +13,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
+from vrvm._validation import SEED, check_params, integer, one_of, real
 from vrvm.blr import NormalGammaPosterior
 from vrvm.distributions import Normal, StudentT
 from vrvm.kernels import (
@@ -42,46 +42,26 @@ def _positive_widths(value) -> bool:
     return bool(np.all(np.isfinite(arr)) and np.all(arr > 0))
 
 
-def _int_at_least(low):
-    return lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= low
-
-
-def _real(low, *, strict):
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v):
-            return False
-        return v > low if strict else v >= low
-
-    return check
-
-
 # Declarative parameter table: name -> (predicate, description of the allowed values).
 _PARAMETER_CONSTRAINTS = {
     "kernel_widths": (_positive_widths, '"auto", a positive number or a sequence of them'),
-    "kernel_mode": (lambda v: v in ("stacked", "summed"), '"stacked" or "summed"'),
-    "width_selection": (lambda v: v in ("evidence", "cv"), '"evidence" or "cv"'),
-    "n_widths": (_int_at_least(1), "an integer >= 1"),
-    "max_basis": (_int_at_least(1), "an integer >= 1"),
-    "factorization": (lambda v: v in FAMILIES, '"structured" or "meanfield"'),
-    "solver": (lambda v: v in ("fast", "coordinate"), '"fast" or "coordinate"'),
-    "max_iter": (_int_at_least(1), "an integer >= 1"),
-    "tol": (_real(0, strict=True), "a number > 0"),
-    "a0": (_real(0, strict=False), "a number >= 0"),
-    "b0": (_real(0, strict=False), "a number >= 0"),
-    "e0": (_real(0, strict=True), "a number > 0"),
-    "f0": (_real(0, strict=True), "a number > 0"),
-    "alpha_max": (_real(0, strict=True), "a number > 0"),
-    "chunk_size": (lambda v: v is None or _int_at_least(1)(v), "None or an integer >= 1"),
-    "selection_size": (_int_at_least(10), "an integer >= 10"),
-    "cv_folds": (_int_at_least(2), "an integer >= 2"),
-    "random_state": (
-        lambda v: (
-            v is None
-            or isinstance(v, np.random.Generator)
-            or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0)
-        ),
-        "None, a non-negative integer or a numpy Generator",
-    ),
+    "kernel_mode": (one_of("stacked", "summed"), '"stacked" or "summed"'),
+    "width_selection": (one_of("evidence", "cv"), '"evidence" or "cv"'),
+    "n_widths": (integer(1), "an integer >= 1"),
+    "max_basis": (integer(1), "an integer >= 1"),
+    "factorization": (one_of(*FAMILIES), '"structured" or "meanfield"'),
+    "solver": (one_of("fast", "coordinate"), '"fast" or "coordinate"'),
+    "max_iter": (integer(1), "an integer >= 1"),
+    "tol": (real(0, strict=True), "a number > 0"),
+    "a0": (real(0, strict=False), "a number >= 0"),
+    "b0": (real(0, strict=False), "a number >= 0"),
+    "e0": (real(0, strict=True), "a number > 0"),
+    "f0": (real(0, strict=True), "a number > 0"),
+    "alpha_max": (real(0, strict=True), "a number > 0"),
+    "chunk_size": (integer(1, allow_none=True), "None or an integer >= 1"),
+    "selection_size": (integer(10), "an integer >= 10"),
+    "cv_folds": (integer(2), "an integer >= 2"),
+    "random_state": SEED,
 }
 
 
@@ -384,13 +364,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self):
-        for name, (check, allowed) in _PARAMETER_CONSTRAINTS.items():
-            value = getattr(self, name)
-            if not check(value):
-                raise ValueError(
-                    f"The {name!r} parameter of {type(self).__name__} must be {allowed}; "
-                    f"got {value!r}."
-                )
+        check_params(self, _PARAMETER_CONSTRAINTS)
 
     @staticmethod
     def _as_matrix(value, name: str, n_rows: int | None = None) -> np.ndarray:
