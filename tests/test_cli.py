@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.cli import PREDICTION_COLUMNS, SCORE_COLUMNS, main, read_queries
-from vrvm.datasets import synthetic_city
+from vrvm.cli import PREDICTION_COLUMNS, SCORE_COLUMNS, demo_predictions, main
+from vrvm.datasets import SYNTHETIC_CITY_NAME, synthetic_city, synthetic_city_geojson
 from vrvm.model import TravelTimeModel
 
 TRAIN_FAST = ["--members", "2", "--widths", "1,2", "--max-basis", "100", "--seed", "0"]
@@ -100,43 +100,54 @@ def test_predict_scores_rows_with_travel_times_and_keeps_unreadable_rows(workdir
     np.testing.assert_array_equal(
         scored["travel_time_s"], queries.drop(index=[1, 3])["travel_time_s"]
     )
-    assert "1 of 6 query rows could not be read" in err
+    assert "1 of 6 query rows could not be used" in err
     assert "rows 5" in err  # line 5 of the file
 
 
-def test_read_queries_chicago_schema_naive_times_in_the_model_zone(tmp_path):
-    csv = tmp_path / "chicago.csv"
-    csv.write_text(
-        "Trip Start Timestamp,Pickup Centroid Latitude,Pickup Centroid Longitude,"
-        "Dropoff Centroid Latitude,Dropoff Centroid Longitude,Fare\n"
-        "01/01/2016 12:00:00 AM,41.88,-87.63,41.90,-87.65,10.5\n"
-        "\n"
-        "01/01/2016 08:30:00 AM,41.88,-87.63,41.95,-87.65,12.0\n"
+def test_predict_blank_lines_bad_travel_times_and_drop_off_times(workdir, tmp_path):
+    """Every data row gets an output row; blank lines are skipped, line numbers kept."""
+    root, _, _ = workdir
+    trips = synthetic_city(4, seed=13)
+    end = trips["start_time"] + pd.to_timedelta(trips["travel_time_s"], unit="s")
+    queries = pd.DataFrame(
+        {
+            "tpep_pickup_datetime": trips["start_time"].dt.strftime("%Y-%m-%d %H:%M:%S"),
+            "tpep_dropoff_datetime": end.dt.strftime("%Y-%m-%d %H:%M:%S"),
+            "pickup_latitude": trips["origin_lat"],
+            "pickup_longitude": trips["origin_lon"],
+            "dropoff_latitude": trips["dest_lat"],
+            "dropoff_longitude": trips["dest_lon"],
+        }
     )
-    table = read_queries(csv, tz="America/Chicago")
-    assert not table.has_travel_time
-    assert table.rows.tolist() == [2, 4]  # the blank line 3 is skipped
-    assert table.report.n_empty_rows == 1
-    start = table.queries["start_time"]
-    assert str(start.iloc[1]) == "2016-01-01 08:30:00-06:00"
-    assert table.queries["travel_time_s"].isna().all()
+    queries.loc[1, "tpep_dropoff_datetime"] = ""  # no truth: predicted, not scored
+    queries.loc[2, "tpep_dropoff_datetime"] = queries.loc[2, "tpep_pickup_datetime"]  # 0 s
+    lines = queries.to_csv(index=False).splitlines()
+    (tmp_path / "q.csv").write_text("\n".join([*lines[:3], "", *lines[3:]]) + "\n")
+    status, out, err = run("predict", str(root / "model"), str(tmp_path / "q.csv"), "--tz", "UTC")
+    assert status == 0, err
+    preds = pd.read_csv(io.StringIO(out))
+    assert preds["row"].tolist() == [2, 3, 5, 6]  # line 4 is blank
+    assert list(preds.columns) == ["row", *PREDICTION_COLUMNS, "travel_time_s", *SCORE_COLUMNS]
+    assert preds.loc[2, list(PREDICTION_COLUMNS)].isna().all()  # zero travel time: unusable
+    assert preds.drop(index=2)["median_s"].notna().all()
+    assert preds.loc[1, list(SCORE_COLUMNS)].isna().all()
+    np.testing.assert_array_equal(
+        preds.loc[[0, 3], "travel_time_s"], trips.loc[[0, 3], "travel_time_s"]
+    )
+    assert "1 of 4 query rows could not be used" in err
+    assert "non_positive_duration: 1" in err and "rows 5" in err
 
 
-def test_read_queries_with_travel_times_from_drop_off_times(tmp_path):
-    csv = tmp_path / "tlc.csv"
-    csv.write_text(
-        "tpep_pickup_datetime,tpep_dropoff_datetime,pickup_latitude,pickup_longitude,"
-        "dropoff_latitude,dropoff_longitude\n"
-        "2016-01-01 00:00:00,2016-01-01 00:10:00,40.75,-73.99,40.76,-73.98\n"
-        "2016-01-01 01:00:00,,40.75,-73.99,40.76,-73.98\n"
-        "2016-01-01 02:00:00,2016-01-01 02:05:00,40.75,-73.99,40.76,-73.98\n"
-    )
-    table = read_queries(csv)
-    assert table.has_travel_time
-    assert table.queries["row"].tolist() == [2, 3, 4]
-    np.testing.assert_array_equal(table.queries["travel_time_s"], [600.0, np.nan, 300.0])
-    # the destination is the real one, not the helper columns
-    assert table.queries["dest_lat"].tolist() == [40.76] * 3
+def test_predict_when_no_row_is_usable(workdir, tmp_path):
+    root, _, _ = workdir
+    queries = synthetic_city(2, seed=14).drop(columns="travel_time_s")
+    queries["start_time"] = "never"
+    queries.to_csv(tmp_path / "q.csv", index=False)
+    status, out, err = run("predict", str(root / "model"), str(tmp_path / "q.csv"))
+    assert status == 0, err
+    preds = pd.read_csv(io.StringIO(out))
+    assert preds["row"].tolist() == [2, 3] and preds[list(PREDICTION_COLUMNS)].isna().all().all()
+    assert "2 of 2 query rows could not be used" in err
 
 
 def test_evaluate_json_and_table(workdir):
@@ -184,7 +195,8 @@ def test_unknown_schema_is_one_line(workdir, tmp_path):
     assert "could not recognise the trip schema" in line and "--debug" in line
     status, _, err = run("predict", str(root / "model"), str(bad))
     line = _assert_one_line_error(status, err)
-    assert "could not find the query columns" in line and "'a', 'b'" in line
+    assert "could not recognise the trip schema" in line and "'a', 'b'" in line
+    assert "a travel time is optional" in line
 
 
 def test_missing_inputs_are_data_errors(workdir, tmp_path):
@@ -232,6 +244,11 @@ def test_debug_shows_the_traceback(tmp_path, monkeypatch):
         ["train", "trips.csv", "--out", "m", "--tz", "Mars/Olympus_Mons"],
         ["train", "trips.csv", "--out", "m", "--scheduler", "tcp://127.0.0.1:1"],
         ["demo-data"],
+        ["train", "trips.csv", "--out", "m", "--holdout", "1"],
+        ["train", "trips.csv", "--out", "m", "--holdout", "-0.1"],
+        ["train", "trips.csv", "--out", "m", "--holdout", "a fifth"],
+        ["demo", "--trips", "0"],
+        ["demo", "--n-jobs", "0"],
     ],
 )
 def test_usage_errors_exit_2(argv):
@@ -245,6 +262,114 @@ def test_help_and_version_exit_0():
     assert status == 0 and "train" in out and "Exit status" in out
     status, out, _ = run("--version")
     assert status == 0 and out.startswith("vrvm ")
+
+
+# --------------------------------------------------------------------------- holdout
+def test_train_with_holdout_stores_and_prints_the_metrics(workdir, tmp_path):
+    root, _, _ = workdir
+    status, out, err = run(
+        "train",
+        str(root / "trips.csv"),
+        "--out",
+        str(tmp_path / "m"),
+        *TRAIN_FAST,
+        "--holdout",
+        "0.25",
+        "-q",
+    )
+    assert status == 0, err
+    assert err == ""  # --quiet
+    assert "trained 2 members on 1,500 trips" in out
+    summary = next(line for line in out.splitlines() if line.startswith("held out"))
+    assert "500 trips (25%, split seed 0)" in summary
+    assert "CRPS" in summary and "NLL" in summary and "90% interval coverage" in summary
+    model = TravelTimeModel.load(tmp_path / "m")
+    metrics = model.metrics_
+    assert metrics["holdout"] == {"fraction": 0.25, "seed": 0, "n_train": 1500, "n_test": 500}
+    assert metrics["n"] == 500 and metrics["crps_s"] > 0
+    assert model.training_summary_["n_trips"] == 1500
+    coverage = {i["level"]: i["coverage"] for i in metrics["intervals"]}
+    assert f"{coverage[0.9]:.1%}" in summary
+
+
+def test_holdout_split_is_seeded_disjoint_and_in_file_order():
+    from vrvm.cli import _split_holdout
+
+    trips = synthetic_city(200, seed=5)
+    trips["tag"] = np.arange(200)
+    train, test = _split_holdout(trips, 0.1, seed=3)
+    assert len(train) == 180 and len(test) == 20
+    assert sorted([*train["tag"], *test["tag"]]) == list(range(200))
+    assert test["tag"].is_monotonic_increasing and train["tag"].is_monotonic_increasing
+    again = _split_holdout(trips, 0.1, seed=3)[1]
+    other = _split_holdout(trips, 0.1, seed=4)[1]
+    assert again["tag"].tolist() == test["tag"].tolist() != other["tag"].tolist()
+    assert test.attrs["synthetic"] is True  # provenance survives the split
+    with pytest.raises(ValueError, match="no trips to test on"):
+        _split_holdout(trips.head(3), 0.1, seed=0)
+
+
+# --------------------------------------------------------------------------- demo
+def test_demo_trains_saves_and_shows_labelled_examples(tmp_path):
+    out_dir = tmp_path / "models" / "demo"
+    argv = ["demo", "--trips", "300", "--members", "2", "--n-jobs", "1", "--seed", "1"]
+    status, out, err = run(*argv, "--out", str(out_dir))
+    assert status == 0, err
+    assert "SYNTHETIC" in err and "members: 2/2 done" in err  # progress as in train
+    assert "trained 2 members on 300 synthetic trips" in out
+    assert SYNTHETIC_CITY_NAME in out and "SYNTHETIC" in out and "not a real place" in out
+    for label in ("Downtown -> airport", "same bank", "over river", "Short hop"):
+        assert label in out
+    table = out[out.index("trip ") :].splitlines()
+    assert sum("08:15 (rush)" in line for line in table) == 5
+    assert sum("03:00 (night)" in line for line in table) == 5
+    assert f"vrvm predict {out_dir}" in out
+    model = TravelTimeModel.load(out_dir)
+    assert len(model.members_) == 2 and model.training_summary_["n_trips"] == 300
+    # running it again replaces the model (the README's first command must be repeatable)
+    small = ["demo", "--trips", "100", "--members", "1", "--n-jobs", "1", "-q"]
+    status, _, err = run(*small, "--out", str(out_dir))
+    assert status == 0 and err == ""
+    assert len(TravelTimeModel.load(out_dir).members_) == 1
+
+
+def test_demo_needs_no_arguments():
+    from vrvm.cli import build_parser
+
+    args = build_parser().parse_args(["demo"])
+    assert (args.trips, args.members, args.n_jobs, args.seed) == (20_000, 8, 2, 0)
+    assert args.out == "models/demo" and args.handler.__name__ == "_cmd_demo"
+    assert build_parser().parse_args(["train", "t.csv", "--out", "m"]).holdout == 0
+
+
+def test_demo_predictions_are_consistent(workdir):
+    root, _, _ = workdir
+    examples = demo_predictions(TravelTimeModel.load(root / "model"))
+    assert len(examples) == 10 and examples["trip"].nunique() == 5
+    assert examples["departure"].tolist() == ["08:15", "03:00"] * 5
+    assert np.all(examples["lo_min"] < examples["median_min"])
+    assert np.all(examples["median_min"] < examples["hi_min"])
+    rush = examples.iloc[::2]
+    assert np.all(rush["deadline_min"] % 5 == 0)
+    assert np.all(rush["deadline_min"] >= rush["median_min"] + 1)
+    assert np.all(rush["p_within"].between(0.5, 1.0))
+    # the same deadline for both departures of a trip
+    np.testing.assert_array_equal(
+        examples["deadline_min"].iloc[::2], examples["deadline_min"].iloc[1::2]
+    )
+    airport = examples.iloc[0]
+    assert airport["trip"] == "Downtown -> airport" and 15 < airport["distance_km"] < 25
+
+
+def test_demo_places_are_on_the_synthetic_map():
+    from vrvm.cli import _DEMO_TRIPS, _synthetic_lat_lon
+
+    airport = next(
+        f for f in synthetic_city_geojson()["features"] if f["properties"]["kind"] == "airport"
+    )
+    lon, lat = airport["geometry"]["coordinates"]
+    trip = next(t for t in _DEMO_TRIPS if t.label == "Downtown -> airport")
+    assert _synthetic_lat_lon(*trip.dest_km) == pytest.approx((lat, lon), abs=1e-6)
 
 
 def test_python_dash_m_entry_point():

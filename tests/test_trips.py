@@ -738,3 +738,196 @@ def test_real_chicago_sample(shared_data):
     assert hours.idxmax() in (17, 18, 19, 20, 21)
     raw_hours = raw["trip_start_hour"].value_counts(normalize=True).sort_index()
     assert np.abs(hours - raw_hours).max() < 0.01
+
+
+# ---------------------------------------------------------------------------------------
+# Row numbers of every row, and queries without travel times
+# ---------------------------------------------------------------------------------------
+
+
+def test_row_numbers_account_for_every_input_row(tmp_path):
+    path = write(tmp_path, "messy.csv", messy_csv())
+    trips, report = read_trips(path, row_numbers=True)
+    assert list(trips.columns) == ["row", *CANONICAL_COLUMNS]
+    assert trips["row"].dtype == np.int64 and trips["row"].tolist() == [2, 17]
+    for reason in CLEANING_REASONS:
+        expected = [i + 2 for i, (_, r) in enumerate(MESSY_LINES) if r == reason]
+        assert report.dropped_rows[reason].tolist() == expected
+        assert report.examples[reason] == expected[:5]
+    every = np.concatenate([trips["row"], *report.dropped_rows.values()])
+    assert sorted(every) == list(range(2, len(MESSY_LINES) + 2))
+    # the default table is unchanged
+    plain, _ = read_trips(path)
+    assert_canonical(plain)
+    pd.testing.assert_frame_equal(plain, trips.drop(columns="row"))
+
+
+def test_dropped_rows_are_complete_read_only_and_not_serialised(tmp_path):
+    lines = [f"2016-01-01 08:{m:02d},0,{LOOP},{NORTH}" for m in range(12)]
+    _, report = read_trips(write(tmp_path, "zeros.csv", HEADER + "\n" + "\n".join(lines)))
+    rows = report.dropped_rows["non_positive_duration"]
+    assert rows.tolist() == list(range(2, 14))
+    assert report.examples["non_positive_duration"] == [2, 3, 4, 5, 6]
+    with pytest.raises(ValueError):
+        rows[0] = 99
+    assert "dropped_rows" not in report.to_dict()
+    assert "dropped_rows=" not in repr(report)
+    # not part of equality: a report rebuilt from its dict-level fields compares equal
+    assert report == CleaningReport(
+        source=report.source,
+        n_input=report.n_input,
+        n_kept=report.n_kept,
+        counts=report.counts,
+        examples=report.examples,
+        schema=report.schema,
+        tz=report.tz,
+        center=report.center,
+    )
+
+
+def test_queries_without_a_travel_time_column(tmp_path):
+    text = (
+        "origin_lat,origin_lon,dest_lat,dest_lon,start_time\n"
+        f"{LOOP},{NORTH},2016-01-01 08:00\n"
+        f"{LOOP},,-87.65,2016-01-01 09:00\n"
+        f"{LOOP},{NORTH},2016-01-01 08:00\n"  # a repeated query is not a duplicate trip
+    )
+    path = write(tmp_path, "queries.csv", text)
+    with pytest.raises(ValueError, match="could not recognise the trip schema"):
+        read_trips(path)  # a training file needs travel times
+    trips, report = read_trips(
+        path,
+        tz="America/Chicago",
+        require_travel_time=False,
+        row_numbers=True,
+        cleaning={"drop_duplicates": False},
+    )
+    assert_canonical(trips.drop(columns="row"))
+    assert trips.attrs["schema"] == "canonical"
+    assert trips["row"].tolist() == [2, 4]
+    assert trips["travel_time_s"].isna().all()
+    assert str(trips["start_time"].iloc[0]) == "2016-01-01 08:00:00-06:00"
+    assert report.counts["missing_coordinates"] == 1 and report.counts["missing_duration"] == 0
+    assert_consistent(report)
+
+
+def test_queries_duration_checks_apply_only_to_rows_with_a_travel_time(tmp_path):
+    trips, report = read_trips(
+        write(tmp_path, "messy.csv", messy_csv()), require_travel_time=False, row_numbers=True
+    )
+    assert_consistent(report)
+    # The row without a travel time is kept; every other reason still applies.
+    kept = [i + 2 for i, (_, r) in enumerate(MESSY_LINES) if r in ("kept", "missing_duration")]
+    assert trips["row"].tolist() == kept == [2, 10, 17]
+    assert np.isnan(trips["travel_time_s"].iloc[1])
+    assert report.counts["missing_duration"] == 0
+    for reason in ("non_positive_duration", "too_short", "too_long", "too_fast", "duplicate"):
+        assert report.counts[reason] == sum(r == reason for _, r in MESSY_LINES)
+
+
+def test_queries_in_a_known_schema_with_blank_lines(tmp_path):
+    text = (
+        "Trip Start Timestamp,Pickup Centroid Latitude,Pickup Centroid Longitude,"
+        "Dropoff Centroid Latitude,Dropoff Centroid Longitude,Fare\n"
+        "01/01/2016 12:00:00 AM,41.88,-87.63,41.90,-87.65,10.5\n"
+        "\n"
+        "01/01/2016 08:30:00 AM,41.88,-87.63,41.95,-87.65,12.0\n"
+    )
+    path = write(tmp_path, "chicago.csv", text)
+    trips, report = read_trips(path, require_travel_time=False, row_numbers=True)
+    assert trips.attrs["schema"] == "chicago" and trips.attrs["tz"] == "America/Chicago"
+    assert trips["row"].tolist() == [2, 4]  # the blank line 3 is skipped
+    assert report.n_empty_rows == 1 and report.n_input == 2 and report.dropped == 0
+    assert str(trips["start_time"].iloc[1]) == "2016-01-01 08:30:00-06:00"
+    assert trips["travel_time_s"].isna().all()
+
+
+def test_queries_prefer_a_schema_with_travel_times(tmp_path):
+    # pickup_datetime + NYC coordinates is also Kaggle's layout without trip_duration;
+    # the drop-off column makes it TLC, whose travel times must not be lost.
+    text = (
+        "pickup_datetime,dropoff_datetime,pickup_latitude,pickup_longitude,"
+        "dropoff_latitude,dropoff_longitude\n"
+        "2016-01-01 00:00:00,2016-01-01 00:10:00,40.75,-73.99,40.76,-73.98\n"
+        "2016-01-01 01:00:00,,40.75,-73.99,40.76,-73.98\n"
+        "2016-01-01 02:00:00,2016-01-01 02:05:00,40.75,-73.99,40.76,-73.98\n"
+        "2016-01-01 03:00:00,2016-01-01 02:55:00,40.75,-73.99,40.76,-73.98\n"
+    )
+    trips, report = read_trips(
+        write(tmp_path, "tlc.csv", text), require_travel_time=False, row_numbers=True
+    )
+    assert trips.attrs["schema"] == "nyc_tlc"
+    assert trips["row"].tolist() == [2, 3, 4]
+    np.testing.assert_array_equal(trips["travel_time_s"], [600.0, np.nan, 300.0])
+    assert trips["dest_lat"].tolist() == [40.76] * 3
+    assert report.dropped_rows["non_positive_duration"].tolist() == [5]
+
+
+def test_queries_with_a_column_map_and_no_travel_time(tmp_path):
+    text = "when,a,b,c,d\n2016-01-01 08:00,41.88,-87.63,41.90,-87.65\n"
+    trips, _ = read_trips(
+        write(tmp_path, "custom.csv", text),
+        column_map={
+            "start_time": "when",
+            "origin_lat": "a",
+            "origin_lon": "b",
+            "dest_lat": "c",
+            "dest_lon": "d",
+        },
+        require_travel_time=False,
+    )
+    assert trips.attrs["schema"] == "custom" and len(trips) == 1
+    assert np.isnan(trips["travel_time_s"].iloc[0])
+
+
+def test_queries_unknown_schema_says_travel_time_is_optional(tmp_path):
+    text = (
+        "Trip Start Timestamp,Pickup Centroid Latitude,Pickup Centroid Longitude,x\n"
+        "01/01/2016 12:00:00 AM,41.88,-87.63,1\n"
+    )
+    with pytest.raises(ValueError) as info:
+        read_trips(write(tmp_path, "q.csv", text), require_travel_time=False)
+    message = str(info.value)
+    assert "a travel time is optional" in message.splitlines()[0]
+    assert (
+        "  chicago (portal export): Trip Start Timestamp, Pickup Centroid Latitude, Pickup "
+        "Centroid Longitude, Dropoff Centroid Latitude, Dropoff Centroid Longitude "
+        "(optional: Trip Seconds)\n" in message
+    )
+    assert (
+        "Closest match: chicago (portal export), which lacks Dropoff Centroid Latitude, "
+        "Dropoff Centroid Longitude.\n" in message
+    )
+
+
+def test_flags_must_be_booleans():
+    with pytest.raises(TypeError, match="require_travel_time"):
+        read_trips(CHICAGO_CSV.encode(), require_travel_time="no")
+    with pytest.raises(TypeError, match="row_numbers"):
+        clean_trips(pd.DataFrame(), row_numbers=1)
+
+
+def test_clean_trips_without_travel_times_and_with_row_numbers():
+    df = pd.DataFrame(
+        {
+            "origin_lat": [41.88, np.nan, 41.88],
+            "origin_lon": [-87.63] * 3,
+            "dest_lat": [41.90] * 3,
+            "dest_lon": [-87.65] * 3,
+            "start_time": pd.to_datetime(["2016-01-01 08:00"] * 3).tz_localize("UTC"),
+        }
+    )
+    with pytest.raises(ValueError, match="travel_time_s"):
+        clean_trips(df)
+    kept, report = clean_trips(
+        df, require_travel_time=False, row_numbers=True, cleaning={"drop_duplicates": False}
+    )
+    assert kept["row"].tolist() == [2, 4] and kept["travel_time_s"].isna().all()
+    assert report.dropped_rows["missing_coordinates"].tolist() == [3]
+    # A `row` column from read_trips is kept through re-cleaning, in table and report.
+    df["row"] = [10, 20, 30]
+    kept, report = clean_trips(df, require_travel_time=False, row_numbers=True)
+    assert kept["row"].tolist() == [10] and report.examples["missing_coordinates"] == [20]
+    assert report.examples["duplicate"] == [30]
+    plain, _ = clean_trips(df, require_travel_time=False)
+    assert "row" not in plain.columns

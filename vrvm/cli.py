@@ -1,4 +1,4 @@
-"""Command-line interface: ``vrvm train | predict | evaluate | demo-data``.
+"""Command-line interface: ``vrvm demo | train | predict | evaluate | demo-data``.
 
 Conventions (Unix):
 
@@ -14,8 +14,9 @@ Examples
 --------
 .. code-block:: console
 
+    $ vrvm demo                      # synthetic city -> models/demo, example predictions
     $ vrvm demo-data --out trips.csv --n 20000
-    $ vrvm train trips.csv --out model/ --members 8 --seed 0
+    $ vrvm train trips.csv --out model/ --members 8 --seed 0 --holdout 0.2
     $ vrvm predict model/ queries.csv --out predictions.csv
     $ vrvm evaluate model/ test.csv --json
 """
@@ -24,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
-import io
 import json
 import logging
 import os
@@ -35,25 +34,33 @@ import time
 import traceback
 import zoneinfo
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import pandas as pd
 
-from vrvm import trips as trips_module
+from vrvm.datasets import (
+    SYNTHETIC_CITY_CENTER,
+    SYNTHETIC_CITY_NAME,
+    SYNTHETIC_CITY_TZ,
+    synthetic_city,
+)
+from vrvm.features import EARTH_RADIUS_KM, haversine_km
 from vrvm.trips import SCHEMAS, CleaningConfig, CleaningReport, read_trips
 
-__all__ = ["QueryTable", "main", "read_queries"]
+__all__ = ["build_parser", "demo_predictions", "main"]
 
 PROG = "vrvm"
 PREDICTION_COLUMNS = ("mean_s", "median_s", "std_s", "q05_s", "q25_s", "q75_s", "q95_s")
 SCORE_COLUMNS = ("logpdf", "cdf", "crps")
 _QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-_INPUT_COLUMNS = ("origin_lat", "origin_lon", "dest_lat", "dest_lon", "start_time")
+_HOLDOUT_STREAM = 0x686F6C64  # "hold": the holdout split's random stream of a seed
 
-# Queries are only dropped when they cannot be predicted at all (unreadable time or
-# coordinates): no plausibility thresholds, no duplicate removal, no distance limit.
+# Queries are only dropped when they cannot be predicted (unreadable time, missing or
+# invalid coordinates) or carry a travel time that cannot be scored (zero or negative):
+# no plausibility thresholds, no duplicate removal, no distance limit.
 QUERY_CLEANING = CleaningConfig(
     min_duration_s=None,
     max_duration_s=None,
@@ -62,214 +69,9 @@ QUERY_CLEANING = CleaningConfig(
     drop_duplicates=False,
 )
 
-# Helper columns added to a query table (see read_queries); their normalised names
-# cannot clash with a real export's.
-_ROW = "__vrvm_row__"
-_ID_LAT = "__vrvm_id_lat__"
-_ID_LON = "__vrvm_id_lon__"
-_ID_BASE = 100_000
-
 
 class UsageError(Exception):
     """A command line that parses but asks for something impossible (exit status 2)."""
-
-
-# --------------------------------------------------------------------------- queries
-@dataclasses.dataclass(frozen=True)
-class QueryTable:
-    """Queries read from a file by :func:`read_queries`.
-
-    Attributes
-    ----------
-    queries : pandas.DataFrame
-        One row per readable data row, in file order: ``row`` (line number in the
-        file, header = line 1), the five input columns ``origin_lat, origin_lon,
-        dest_lat, dest_lon, start_time`` and ``travel_time_s`` (NaN where the file
-        has no usable travel time).
-    rows : numpy.ndarray of int
-        Line numbers of every data row of the file, readable or not.
-    report : CleaningReport
-        Rows that could not be read (time or coordinates missing or invalid), with
-        reasons and example line numbers.
-    has_travel_time : bool
-        Whether the file carries travel times (some may still be missing).
-    """
-
-    queries: pd.DataFrame
-    rows: np.ndarray
-    report: CleaningReport
-    has_travel_time: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class _RawRows:
-    frame: pd.DataFrame  # every column; CSV fields as text
-    rows: np.ndarray  # line number of each row of frame
-    n_blank: int  # blank lines skipped
-    name: str
-
-
-def _read_raw_strings(path, source: str | None) -> _RawRows:
-    """Every column of a CSV (as text) or Parquet file, and the line number of each row.
-
-    Uses the input checks of :func:`vrvm.read_trips` (compression, delimiter, binary
-    or empty files), so that both accept and refuse the same files.
-    """
-    src = trips_module._open_input(path, source)
-    if src.kind == "parquet":
-        try:
-            frame = pd.read_parquet(src.handle())
-        except Exception as err:  # pyarrow raises several unrelated types
-            raise ValueError(
-                f"{src.name} could not be read as Parquet ({trips_module._short(err)})"
-            ) from None
-        rows = np.arange(len(frame)) + 2
-        n_blank = 0
-    else:
-        _, sep = trips_module._read_csv_header(src)
-        try:
-            frame = pd.read_csv(
-                src.handle(),
-                sep=sep,
-                dtype=str,
-                keep_default_na=False,
-                index_col=False,
-                compression=src.compression,
-                encoding_errors="replace",
-                skipinitialspace=True,
-                skip_blank_lines=False,
-            )
-        except trips_module._READ_ERRORS as err:
-            raise ValueError(
-                f"{src.name} could not be read as CSV ({trips_module._short(err)})"
-            ) from None
-        rows = np.arange(len(frame)) + 2
-        blank = (frame.isna() | (frame == "")).all(axis=1).to_numpy()
-        frame, rows = frame.loc[~blank].reset_index(drop=True), rows[~blank]
-        n_blank = int(blank.sum())
-    if len(frame) == 0:
-        raise ValueError(f"{src.name} has no data rows")
-    frame.columns = [str(c) for c in frame.columns]
-    return _RawRows(frame, rows, n_blank, src.name)
-
-
-def _parquet_bytes(frame: pd.DataFrame) -> bytes:
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return buffer.getvalue()
-
-
-def read_queries(
-    path_or_buffer, *, schema: str = "auto", tz: str | None = None, source: str | None = None
-) -> QueryTable:
-    """Read trip queries (and travel times, where present) from a CSV or Parquet file.
-
-    Like :func:`vrvm.read_trips`, with the same schema detection and time handling,
-    but a queries file needs only the five input columns (under the canonical names
-    or those of a known schema), and a row is dropped only if it cannot be predicted:
-    an unreadable start time or missing / invalid coordinates. Travel times, if the
-    file has them, are returned where readable and positive, never used to drop rows.
-
-    Parameters
-    ----------
-    path_or_buffer : str, path, bytes or file-like
-        The file.
-    schema : str, default="auto"
-        ``"auto"`` or one of :data:`vrvm.trips.SCHEMAS`.
-    tz : str or None, default=None
-        Zone of times without an offset (default: the schema's city zone, else UTC);
-        pass the model's ``tz_`` to read naive times as the model does.
-    source : str or None, default=None
-        Name used in messages.
-
-    Returns
-    -------
-    QueryTable
-
-    Notes
-    -----
-    :func:`vrvm.read_trips` insists on a travel time, so the file is read twice
-    through it, with a helper column of line numbers added: once with the line number
-    standing in for the travel time (every row has one, and with the plausibility
-    checks off it passes through unchanged, so each kept row names its line), and,
-    if the file has travel times, once with the destination replaced by a coordinate
-    pair encoding the line number, so that each kept row's travel time is matched to
-    its line exactly.
-
-    Examples
-    --------
-    >>> import io
-    >>> csv = io.StringIO(
-    ...     "origin_lat,origin_lon,dest_lat,dest_lon,start_time\\n"
-    ...     "41.88,-87.63,41.90,-87.65,2016-01-01 08:00\\n"
-    ...     "41.88,-87.63,,-87.65,2016-01-01 09:00\\n"
-    ... )
-    >>> table = read_queries(csv, tz="America/Chicago", source="q.csv")
-    >>> table.queries["row"].tolist(), table.rows.tolist(), table.has_travel_time
-    ([2], [2, 3], False)
-    >>> table.report.counts["missing_coordinates"]
-    1
-    """
-    table = _read_raw_strings(path_or_buffer, source)
-    raw, rows, name = table.frame, table.rows, table.name
-    clashes = [c for c in (_ROW, _ID_LAT, _ID_LON) if c in raw.columns]
-    if clashes:
-        raise ValueError(f"{name}: column names {clashes} are reserved by vrvm")
-    augmented = raw.assign(**{_ROW: rows.astype(np.float64)})
-
-    # Pass 1: inputs, with the line number as the (required) travel time.
-    try:
-        found, report = read_trips(
-            _parquet_bytes(augmented),
-            schema=schema,
-            tz=tz,
-            column_map={"travel_time_s": _ROW},
-            cleaning=QUERY_CLEANING,
-            source=name,
-        )
-    except ValueError as err:
-        if "could not recognise the trip schema" not in str(err):
-            raise
-        raise ValueError(
-            f"{name}: could not find the query columns {list(_INPUT_COLUMNS)} (or a known "
-            f"schema's names for them, schema={schema!r}); columns found: "
-            f"{', '.join(map(repr, raw.columns[:40]))}"
-        ) from None
-    # Positions in `augmented` -> line numbers in the file, for the report's examples.
-    examples = {
-        reason: [int(rows[r - 2]) for r in listed] for reason, listed in report.examples.items()
-    }
-    report = dataclasses.replace(report, examples=examples, n_empty_rows=table.n_blank)
-    queries = found[list(_INPUT_COLUMNS)].copy()
-    queries.insert(0, "row", found["travel_time_s"].to_numpy().astype(np.int64))
-    queries["travel_time_s"] = np.nan
-
-    # Pass 2: travel times, matched to their lines through the destination columns,
-    # read with the schema pass 1 found (the same start and origin columns).
-    if report.schema not in SCHEMAS:  # "custom" needs a column_map: not for queries
-        return QueryTable(queries.reset_index(drop=True), rows, report, False)
-    ids = rows.astype(np.int64)
-    augmented = raw.assign(
-        **{_ID_LAT: 1.0 + (ids // _ID_BASE) * 1e-3, _ID_LON: 1.0 + (ids % _ID_BASE) * 1e-3}
-    )
-    try:
-        timed, _ = read_trips(
-            _parquet_bytes(augmented),
-            schema=report.schema,
-            tz=tz,
-            column_map={"dest_lat": _ID_LAT, "dest_lon": _ID_LON},
-            cleaning=QUERY_CLEANING,
-            source=name,
-        )
-    except ValueError:
-        has_travel_time = False  # no column of travel (or drop-off) times
-    else:
-        has_travel_time = True
-        line = np.round((timed["dest_lat"].to_numpy() - 1.0) * 1e3).astype(np.int64) * _ID_BASE
-        line += np.round((timed["dest_lon"].to_numpy() - 1.0) * 1e3).astype(np.int64)
-        times = pd.Series(timed["travel_time_s"].to_numpy(), index=line)
-        queries["travel_time_s"] = times.reindex(queries["row"].to_numpy()).to_numpy()
-    return QueryTable(queries.reset_index(drop=True), rows, report, has_travel_time)
 
 
 # --------------------------------------------------------------------------- output
@@ -374,6 +176,16 @@ def _widths(text: str) -> str | list[float]:
     return values
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = np.nan
+    if not (0 <= value < 1):
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) such as 0.2, got {text!r}")
+    return value
+
+
 def _time_zone(text: str) -> str:
     try:
         zoneinfo.ZoneInfo(text)
@@ -389,6 +201,54 @@ def _print_report(report: CleaningReport, what: str, stderr: IO[str]) -> None:
     stderr.write(f"{what}: {report.summary()}\n")
 
 
+def _fit_with_progress(model, trips: pd.DataFrame, quiet: bool, stderr: IO[str]) -> None:
+    """Fit ``model`` on ``trips``, announcing it and drawing the members' progress bar."""
+    if not quiet:
+        widths = model.kernel_widths
+        how = (
+            "choosing kernel widths on a subsample first"
+            if isinstance(widths, str)
+            else "kernel widths " + ", ".join(f"{w:g}" for w in np.atleast_1d(widths))
+        )
+        stderr.write(f"fitting {model.n_members} members on {len(trips):,} trips ({how}) ...\n")
+        stderr.flush()
+    progress = None if quiet else _ProgressBar(stderr, "members")
+    model.fit(trips, progress=progress)
+
+
+def _split_holdout(
+    trips: pd.DataFrame, fraction: float, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A random ``fraction`` of ``trips`` held out for testing: ``(train, test)``.
+
+    Both keep file order; the split depends only on ``seed`` and the number of trips.
+    """
+    n = len(trips)
+    n_test = round(fraction * n)
+    if n_test < 1 or n_test >= n:
+        raise ValueError(
+            f"--holdout {fraction:g} of {n:,} trips leaves "
+            + ("no trips to test on" if n_test < 1 else "no trips to train on")
+        )
+    # Its own stream of the seed, so the split does not repeat the model's sharding draws.
+    rng = np.random.default_rng([_HOLDOUT_STREAM, seed])
+    test = np.zeros(n, dtype=bool)
+    test[rng.choice(n, size=n_test, replace=False)] = True
+    return trips.loc[~test].reset_index(drop=True), trips.loc[test].reset_index(drop=True)
+
+
+def _holdout_summary(metrics: dict[str, Any]) -> str:
+    coverage = {entry["level"]: entry["coverage"] for entry in metrics["intervals"]}
+    nll = "n/a" if metrics["nll"] is None else f"{metrics['nll']:.3f} nats"
+    crps = "n/a" if metrics["crps_s"] is None else f"{metrics['crps_s']:.1f} s"
+    holdout = metrics["holdout"]
+    return (
+        f"held out {holdout['n_test']:,} trips ({holdout['fraction']:.0%}, split seed "
+        f"{holdout['seed']}): CRPS {crps}, NLL {nll}, 90% interval coverage "
+        f"{coverage[0.9]:.1%}"
+    )
+
+
 def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
     from vrvm.model import TravelTimeModel
 
@@ -400,6 +260,13 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         _print_report(report, "training data", stderr)
     if len(trips) == 0:
         raise ValueError(f"{args.trips}: no trips left after cleaning")
+    test = None
+    if args.holdout > 0:
+        # Without --seed the split is still recorded, so it can be repeated.
+        split_seed = args.seed
+        if split_seed is None:
+            split_seed = int(np.random.SeedSequence().generate_state(1)[0])
+        trips, test = _split_holdout(trips, args.holdout, split_seed)
     model = TravelTimeModel(
         n_members=args.members,
         target=args.target,
@@ -411,17 +278,19 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         client=args.scheduler,
         random_state=args.seed,
     )
-    if not args.quiet:
-        how = (
-            "choosing kernel widths on a subsample first"
-            if args.widths == "auto"
-            else "kernel widths " + ", ".join(f"{w:g}" for w in args.widths)
-        )
-        stderr.write(f"fitting {args.members} members on {len(trips):,} trips ({how}) ...\n")
-        stderr.flush()
-    progress = None if args.quiet else _ProgressBar(stderr, "members")
-    model.fit(trips, progress=progress)
-    model.save(args.out)
+    _fit_with_progress(model, trips, args.quiet, stderr)
+    metrics = None
+    if test is not None:
+        metrics = {
+            "holdout": {
+                "fraction": args.holdout,
+                "seed": split_seed,
+                "n_train": len(trips),
+                "n_test": len(test),
+            },
+            **model.evaluate(test),
+        }
+    model.save(args.out, metrics=metrics)
 
     relevance = model.n_relevance_
     lines = [
@@ -437,8 +306,10 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             if model.h3_resolution_ is not None
             else ""
         ),
-        f"saved to {args.out}",
     ]
+    if metrics is not None:
+        lines.append(_holdout_summary(metrics))
+    lines.append(f"saved to {args.out}" + (" (with the held-out metrics)" if metrics else ""))
     stdout.write("\n".join(lines) + "\n")
     return 0
 
@@ -460,45 +331,64 @@ def _load_model(path: str):
     return TravelTimeModel.load(path)
 
 
+def _prediction_table(model, queries: pd.DataFrame, report: CleaningReport) -> pd.DataFrame:
+    """The output of ``vrvm predict``: one row per input row, in file order.
+
+    Columns: ``row``, the predictive summaries and, when some rows carry a travel
+    time, that time and its scores. ``queries`` is read with ``row_numbers=True``;
+    the rows ``report`` dropped (and cells without a travel time) are NaN.
+    """
+    kept_rows = queries["row"].to_numpy(dtype=np.int64)
+    rows = np.sort(np.concatenate([kept_rows, *report.dropped_rows.values()]))
+    truth = queries["travel_time_s"].to_numpy(dtype=np.float64)
+    known = np.flatnonzero(np.isfinite(truth))
+    columns = [*PREDICTION_COLUMNS]
+    if known.size:
+        columns += ["travel_time_s", *SCORE_COLUMNS]
+    out = pd.DataFrame(np.nan, index=np.arange(len(rows)), columns=columns)
+    out.insert(0, "row", rows)
+    if len(queries) == 0:
+        return out
+    at = np.searchsorted(rows, kept_rows)  # positions of the kept rows in the output
+    dist = model.predict_dist(queries)
+    q05, q25, q50, q75, q95 = dist.ppf(np.array(_QUANTILES)[:, None])
+    predicted = {
+        "mean_s": dist.mean(),
+        "median_s": q50,
+        "std_s": dist.std(),
+        "q05_s": q05,
+        "q25_s": q25,
+        "q75_s": q75,
+        "q95_s": q95,
+    }
+    for column, values in predicted.items():
+        out.loc[at, column] = values
+    if known.size:
+        scored, y = dist[known], truth[known]
+        out.loc[at[known], "travel_time_s"] = y
+        out.loc[at[known], "logpdf"] = scored.logpdf(y)
+        out.loc[at[known], "cdf"] = scored.cdf(y)
+        out.loc[at[known], "crps"] = scored.crps(y)
+    return out
+
+
 def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
     model = _load_model(args.model)
-    table = read_queries(args.queries, schema=args.schema, tz=args.tz or model.tz_)
-    queries = table.queries
-    if table.report.dropped:
+    queries, report = read_trips(
+        args.queries,
+        schema=args.schema,
+        tz=args.tz or model.tz_,
+        cleaning=QUERY_CLEANING,
+        require_travel_time=False,
+        row_numbers=True,
+    )
+    if report.dropped:
         stderr.write(
-            f"vrvm: warning: {table.report.dropped:,} of {len(table.rows):,} query rows could "
-            "not be read; their predictions are empty:\n"
+            f"vrvm: warning: {report.dropped:,} of {report.n_input:,} query rows could not "
+            "be used; their predictions are empty:\n"
         )
-        stderr.write("\n".join(table.report.summary().splitlines()[1:]) + "\n")
-    # One output row per data row of the file; unreadable rows keep NaN (empty in CSV).
-    columns = [*PREDICTION_COLUMNS]
-    if table.has_travel_time:
-        columns += ["travel_time_s", *SCORE_COLUMNS]
-    out = pd.DataFrame(np.nan, index=np.arange(len(table.rows)), columns=columns)
-    out.insert(0, "row", table.rows)
-    at = np.searchsorted(table.rows, queries["row"].to_numpy())  # rows are increasing
-    if len(queries):
-        dist = model.predict_dist(queries)
-        q05, q25, q50, q75, q95 = dist.ppf(np.array(_QUANTILES)[:, None])
-        predicted = {
-            "mean_s": dist.mean(),
-            "median_s": q50,
-            "std_s": dist.std(),
-            "q05_s": q05,
-            "q25_s": q25,
-            "q75_s": q75,
-            "q95_s": q95,
-        }
-        for column, values in predicted.items():
-            out.loc[at, column] = values
-        truth = queries["travel_time_s"].to_numpy()
-        known = np.flatnonzero(np.isfinite(truth))
-        if known.size:
-            scored, y = dist[known], truth[known]
-            out.loc[at[known], "travel_time_s"] = y
-            out.loc[at[known], "logpdf"] = scored.logpdf(y)
-            out.loc[at[known], "cdf"] = scored.cdf(y)
-            out.loc[at[known], "crps"] = scored.crps(y)
+        stderr.write("\n".join(report.summary().splitlines()[1:]) + "\n")
+    out = _prediction_table(model, queries, report)
     _write_table(out, args.out, stdout)
     if args.out != "-":
         stderr.write(f"wrote {len(queries):,} predictions to {args.out}\n")
@@ -564,14 +454,167 @@ def _cmd_evaluate(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 def _cmd_demo_data(args, stdout: IO[str], stderr: IO[str]) -> int:
-    from vrvm.datasets import synthetic_city
-
     trips = synthetic_city(args.n, seed=args.seed)
     _write_table(trips, args.out, stdout)
     city = trips.attrs.get("city", "a synthetic city")
     stderr.write(
         f"wrote {len(trips):,} trips of {city} to {'stdout' if args.out == '-' else args.out}"
         " - SYNTHETIC data generated by vrvm, not real trips\n"
+    )
+    return 0
+
+
+# --------------------------------------------------------------------------- demo
+@dataclass(frozen=True)
+class _DemoTrip:
+    """An example trip of ``vrvm demo``; ends in km east / north of Synthetica's centre."""
+
+    label: str
+    origin_km: tuple[float, float]
+    dest_km: tuple[float, float]
+
+
+# Places of the generative model documented in vrvm.datasets: downtown is
+# [-2.5, 2.5] x [0, 4] km, the airport at (16, -9), and the river runs along
+# y = -1.5 + sin(2 pi x / 12), bridged only at x = -6, 0 and 6; from downtown's east
+# edge, 6 km south means a detour over a bridge (an 11 km route), 6 km north does not.
+_DEMO_TRIPS = (
+    _DemoTrip("Downtown -> airport", (0.0, 2.0), (16.0, -9.0)),
+    _DemoTrip("Downtown -> 6 km N, same bank", (2.0, 2.0), (3.0, 8.0)),
+    _DemoTrip("Downtown -> 6 km S, over river", (2.0, 2.0), (3.0, -4.0)),
+    _DemoTrip("West side -> east side", (-7.0, 5.0), (7.0, 5.0)),
+    _DemoTrip("Short hop inside downtown", (0.0, 2.0), (2.0, 3.0)),
+)
+_DEMO_DAY = "2024-03-12"  # a Tuesday inside the six weeks the synthetic trips cover
+_DEMO_DEPARTURES = (("08:15", "rush"), ("03:00", "night"))
+_DEMO_LEVEL = 0.8
+
+
+def _synthetic_lat_lon(x_km: float, y_km: float) -> tuple[float, float]:
+    """A point of Synthetica's local plane in degrees (the map of :mod:`vrvm.datasets`)."""
+    lat0, lon0 = SYNTHETIC_CITY_CENTER
+    km_per_degree = EARTH_RADIUS_KM * np.pi / 180
+    lat = lat0 + y_km / km_per_degree
+    lon = lon0 + x_km / (km_per_degree * np.cos(np.radians(lat0)))
+    return float(lat), float(lon)
+
+
+def demo_predictions(model) -> pd.DataFrame:
+    """Example predictions of a model of the synthetic city, as ``vrvm demo`` prints them.
+
+    One row per example trip and departure time (08:15 and 03:00 on a Tuesday, the
+    city's clock), trip by trip: ``trip``, ``distance_km`` (straight line),
+    ``departure``, then in minutes ``median_min``, ``lo_min`` / ``hi_min`` (the
+    central 80 % interval) and ``deadline_min`` (T: the trip's 08:15 median plus a
+    minute, rounded up to whole 5 minutes), and ``p_within``, P(travel time <= T).
+    """
+    records = []
+    for trip in _DEMO_TRIPS:
+        origin_lat, origin_lon = _synthetic_lat_lon(*trip.origin_km)
+        dest_lat, dest_lon = _synthetic_lat_lon(*trip.dest_km)
+        for clock, _ in _DEMO_DEPARTURES:
+            records.append(
+                {
+                    "trip": trip.label,
+                    "departure": clock,
+                    "origin_lat": origin_lat,
+                    "origin_lon": origin_lon,
+                    "dest_lat": dest_lat,
+                    "dest_lon": dest_lon,
+                    "start_time": pd.Timestamp(f"{_DEMO_DAY} {clock}", tz=SYNTHETIC_CITY_TZ),
+                }
+            )
+    queries = pd.DataFrame.from_records(records)
+    dist = model.predict_dist(queries)
+    tail = (1 - _DEMO_LEVEL) / 2
+    lo, median, hi = dist.ppf(np.array([tail, 0.5, 1 - tail])[:, None])
+    # One deadline per trip for both departures: its rush-hour median plus a minute,
+    # rounded up to whole 5 minutes (so the rush-hour P(<=T) is clearly above one half).
+    first_median = median.reshape(len(_DEMO_TRIPS), len(_DEMO_DEPARTURES))[:, 0]
+    deadline_s = np.repeat(300.0 * np.ceil((first_median + 60.0) / 300.0), len(_DEMO_DEPARTURES))
+    return pd.DataFrame(
+        {
+            "trip": queries["trip"],
+            "distance_km": haversine_km(
+                queries["origin_lat"].to_numpy(),
+                queries["origin_lon"].to_numpy(),
+                queries["dest_lat"].to_numpy(),
+                queries["dest_lon"].to_numpy(),
+            ),
+            "departure": queries["departure"],
+            "median_min": median / 60,
+            "lo_min": lo / 60,
+            "hi_min": hi / 60,
+            "deadline_min": deadline_s / 60,
+            "p_within": dist.cdf(deadline_s),
+        }
+    )
+
+
+def _percent(p: float) -> str:
+    """A probability as a whole percentage, never rounding to a certainty it is not."""
+    if p > 0.995:
+        return ">99%"
+    if p < 0.005:
+        return "<1%"
+    return f"{p:.0%}"
+
+
+def _format_demo_table(examples: pd.DataFrame) -> str:
+    width = max(len("trip"), *(len(t) for t in examples["trip"]))
+    weekday = pd.Timestamp(_DEMO_DAY).day_name()
+    tail = round(100 * (1 - _DEMO_LEVEL) / 2)
+    level = f"{_DEMO_LEVEL:.0%}"
+    lines = [
+        f"Example predictions for {SYNTHETIC_CITY_NAME}: SYNTHETIC trips made up by vrvm,",
+        f"not a real place. Departures on {weekday} {_DEMO_DAY}, city clock "
+        f"({SYNTHETIC_CITY_TZ}); in minutes:",
+        f"median and {level} interval ({tail}th-{100 - tail}th percentile) of the "
+        "predicted travel time;",
+        "T: a deadline, the 08:15 median plus a minute, rounded up to whole 5 min;",
+        "P(<=T): the chance to arrive within T; km: straight-line distance.",
+        "",
+        f"{'trip':<{width}}  {'km':>5}  {'departure':<13}{'median':>7}  "
+        f"{f'{level} interval':>12}  {'T':>3}  P(<=T)",
+    ]
+    labels = dict(_DEMO_DEPARTURES)
+    previous = None
+    for row in examples.itertuples():
+        first = row.trip != previous
+        previous = row.trip
+        lines.append(
+            f"{row.trip if first else '':<{width}}  "
+            f"{f'{row.distance_km:.1f}' if first else '':>5}  "
+            f"{f'{row.departure} ({labels[row.departure]})':<13}"
+            f"{row.median_min:>7.1f}  {f'{row.lo_min:.1f}-{row.hi_min:.1f}':>12}  "
+            f"{f'{row.deadline_min:.0f}' if first else '':>3}  {_percent(row.p_within):>6}"
+        )
+    return "\n".join(lines)
+
+
+def _cmd_demo(args, stdout: IO[str], stderr: IO[str]) -> int:
+    from vrvm.model import TravelTimeModel
+
+    _check_model_target(Path(args.out))  # before the fit, not after it
+    if not args.quiet:
+        stderr.write(
+            f"generating {args.trips:,} trips of {SYNTHETIC_CITY_NAME} (SYNTHETIC data, "
+            f"seed {args.seed}) ...\n"
+        )
+        stderr.flush()
+    trips = synthetic_city(args.trips, seed=args.seed)
+    model = TravelTimeModel(n_members=args.members, n_jobs=args.n_jobs, random_state=args.seed)
+    _fit_with_progress(model, trips, args.quiet, stderr)
+    model.save(args.out)
+    stdout.write(
+        f"trained {len(model.members_)} members on {len(trips):,} synthetic trips in "
+        f"{model.fit_time_s_:.1f} s; saved to {args.out}\n\n"
+    )
+    stdout.write(_format_demo_table(demo_predictions(model)) + "\n\n")
+    stdout.write(
+        f"Next: vrvm predict {args.out} QUERIES.csv  (columns origin_lat, origin_lon, "
+        "dest_lat, dest_lon, start_time)\n"
+        "      vrvm train TRIPS.csv --out DIR --holdout 0.2  (your own trips)\n"
     )
     return 0
 
@@ -614,6 +657,26 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
+    demo = commands.add_parser(
+        "demo",
+        parents=[common],
+        help="train on a synthetic city and show example predictions",
+        description="Generate trips of Synthetica, a SYNTHETIC city (not real data), "
+        "train a TravelTimeModel on them, save it, and print example predictions: "
+        "median minutes, 80% interval and P(arrive within T) for a few trips at 08:15 "
+        "and 03:00 on a weekday. Needs no data and no arguments.",
+    )
+    demo.add_argument("--trips", type=_positive_int, default=20_000, help="synthetic trips (20000)")
+    demo.add_argument("--seed", type=_seed, default=0, help="seed of data and model (0)")
+    demo.add_argument("--members", type=_positive_int, default=8, help="ensemble size (8)")
+    demo.add_argument(
+        "--n-jobs", type=_n_jobs, default=2, help="parallel members, -1 for all cores (2)"
+    )
+    demo.add_argument(
+        "--out", default="models/demo", metavar="DIR", help="model directory (models/demo)"
+    )
+    demo.set_defaults(handler=_cmd_demo)
+
     train = commands.add_parser(
         "train",
         parents=[common, reading],
@@ -647,6 +710,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="structured",
         help="variational family: Student-t or Gaussian members (structured)",
     )
+    train.add_argument(
+        "--holdout",
+        type=_fraction,
+        default=0.0,
+        metavar="FRACTION",
+        help="hold out this random fraction of the trips (split by --seed), score the "
+        "model on it and store the metrics with the model (0: train on all)",
+    )
     train.add_argument("--seed", type=_seed, default=None, help="random seed")
     train.add_argument(
         "--backend", choices=("loky", "dask"), default="loky", help="parallel backend (loky)"
@@ -664,9 +735,10 @@ def build_parser() -> argparse.ArgumentParser:
         "origin_lat, origin_lon, dest_lat, dest_lon, start_time (or a known schema's "
         "names for them). Writes one row per data row of the file: row (its line "
         f"number), {', '.join(PREDICTION_COLUMNS)}; plus travel_time_s, "
-        f"{', '.join(SCORE_COLUMNS)} when the file has travel times. Rows that cannot "
-        "be read get empty predictions (listed on stderr). Naive times are read in the "
-        "model's time zone unless --tz is given.",
+        f"{', '.join(SCORE_COLUMNS)} when some rows carry travel times (or drop-off "
+        "times). Rows that cannot be used (unreadable time, missing or invalid "
+        "coordinates, a travel time <= 0) get empty predictions and are listed on "
+        "stderr. Naive times are read in the model's time zone unless --tz is given.",
     )
     predict.add_argument("model", metavar="DIR", help="model directory")
     predict.add_argument("queries", metavar="QUERIES", help="query file (CSV or Parquet)")
@@ -691,17 +763,19 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
     evaluate.set_defaults(handler=_cmd_evaluate)
 
-    demo = commands.add_parser(
+    demo_data = commands.add_parser(
         "demo-data",
         parents=[common],
         help="write synthetic demo trips",
         description="Write trips of Synthetica, a synthetic city (not real data), as a "
         "canonical CSV file, or Parquet by extension.",
     )
-    demo.add_argument("--out", required=True, metavar="FILE", help="output file; - for stdout")
-    demo.add_argument("--n", type=_positive_int, default=20_000, help="number of trips (20000)")
-    demo.add_argument("--seed", type=_seed, default=0, help="random seed (0)")
-    demo.set_defaults(handler=_cmd_demo_data)
+    demo_data.add_argument("--out", required=True, metavar="FILE", help="output file; - for stdout")
+    demo_data.add_argument(
+        "--n", type=_positive_int, default=20_000, help="number of trips (20000)"
+    )
+    demo_data.add_argument("--seed", type=_seed, default=0, help="random seed (0)")
+    demo_data.set_defaults(handler=_cmd_demo_data)
     return parser
 
 

@@ -90,6 +90,16 @@ checks below that it fails, in this order (thresholds from :class:`CleaningConfi
 9. ``duplicate`` -- identical in every canonical column to an earlier kept row (the
    first occurrence is kept).
 
+Queries: trips without a travel time
+------------------------------------
+With ``require_travel_time=False`` (for files of queries to predict, which may or may
+not carry the observed travel times) the travel time is optional: a file without a
+travel-time (or drop-off time) column is read with ``travel_time_s`` all NaN, and a
+row whose travel time is empty or not a number is kept with NaN. The duration checks
+4--8 then apply only to the rows that carry a travel time (``missing_duration`` never
+fires); a travel time that is present but zero, negative or implausible still drops
+its row. A schema is recognised by its start-time and coordinate columns alone.
+
 Row numbers
 -----------
 The report identifies rows by *row number*: the 1-based line number in the file, with
@@ -99,7 +109,14 @@ fields; blank lines are counted as lines (and skipped, see
 :attr:`CleaningReport.n_empty_rows`). A row with more fields than the header is an
 error, never silently truncated. For Parquet files and for frames passed to
 :func:`clean_trips` the row number is the 0-based position plus 2, which is the line
-number the row would have in ``df.to_csv(path, index=False)``.
+number the row would have in ``df.to_csv(path, index=False)``, unless the frame has
+an integer ``row`` column, whose values are then used.
+
+Row numbers stay available after cleaning: with ``row_numbers=True`` the returned
+table starts with an int64 column ``row``, the row number of each kept row, and
+:attr:`CleaningReport.dropped_rows` lists the row numbers of every dropped row, so
+every input row can be accounted for (as ``vrvm predict`` does, writing one output
+row per input row).
 
 Safety
 ------
@@ -161,6 +178,7 @@ EARTH_RADIUS_KM = 6371.0088
 
 _N_EXAMPLES = 5
 _COORDINATE_ROLES = ("origin_lat", "origin_lon", "dest_lat", "dest_lon")
+_DURATION_ROLES = ("travel_time_s", "end_time")
 _ROLES = (*CANONICAL_COLUMNS, "end_time")
 
 # ---------------------------------------------------------------------------------------
@@ -349,10 +367,16 @@ def _with_user_map(mapping: Mapping[str, str], user: Mapping[str, str]) -> dict[
     return merged
 
 
-def _is_complete(mapping: Mapping[str, str]) -> bool:
+def _is_complete(mapping: Mapping[str, str], require_duration: bool = True) -> bool:
     base = ("start_time", *_COORDINATE_ROLES)
-    has_duration = "travel_time_s" in mapping or "end_time" in mapping
-    return all(role in mapping for role in base) and has_duration
+    has_duration = any(role in mapping for role in _DURATION_ROLES)
+    return all(role in mapping for role in base) and (has_duration or not require_duration)
+
+
+def _without_duration(variant: _Variant) -> _Variant:
+    """The variant's start-time and coordinate columns only."""
+    columns = {r: c for r, c in variant.columns.items() if r not in _DURATION_ROLES}
+    return _Variant(variant.label, columns)
 
 
 def _validate_user_map(column_map, index: Mapping[str, str], name: str, columns) -> dict[str, str]:
@@ -393,11 +417,19 @@ def _quoted(columns, limit: int = 40) -> str:
     return ", ".join(names)
 
 
-def _unknown_schema_message(name: str, columns, index: Mapping[str, str], schema: str) -> str:
+def _unknown_schema_message(
+    name: str, columns, index: Mapping[str, str], schema: str, require_duration: bool = True
+) -> str:
+    first = f"{name}: could not recognise the trip schema" + (
+        "" if schema == "auto" else f" {schema!r}"
+    )
+    if not require_duration:
+        first += (
+            " (needed: a start time and origin and destination coordinates; a travel "
+            "time is optional)"
+        )
     lines = [
-        f"{name}: could not recognise the trip schema"
-        + ("" if schema == "auto" else f" {schema!r}")
-        + ".",
+        first + ".",
         f"Columns found: {_quoted(columns)}.",
         "Known schemas and the columns each needs (matched ignoring case, surrounding "
         "spaces and spaces vs underscores):",
@@ -407,9 +439,12 @@ def _unknown_schema_message(name: str, columns, index: Mapping[str, str], schema
         if schema != "auto" and sch.name != schema:
             continue
         for variant in sch.variants:
-            cols = list(variant.columns.values())
+            needed = variant if require_duration else _without_duration(variant)
+            cols = list(needed.columns.values())
+            optional = [c for c in variant.columns.values() if c not in cols]
             label = sch.name if len(sch.variants) == 1 else f"{sch.name} ({variant.label})"
-            lines.append(f"  {label}: {', '.join(cols)}")
+            extra = f" (optional: {', '.join(optional)})" if optional else ""
+            lines.append(f"  {label}: {', '.join(cols)}{extra}")
             missing = [c for c in cols if _normalise(c) not in index]
             n_present = len(cols) - len(missing)
             if n_present and (best is None or n_present > best[0]):
@@ -429,9 +464,12 @@ def _unknown_schema_message(name: str, columns, index: Mapping[str, str], schema
 
 
 def _resolve_mapping(
-    columns, schema: str, column_map, name: str
+    columns, schema: str, column_map, name: str, require_duration: bool = True
 ) -> tuple[str, dict[str, str], str | None]:
-    """Return (schema name, role -> actual column, schema zone) or raise a helpful error."""
+    """Return (schema name, role -> actual column, schema zone) or raise a helpful error.
+
+    Without ``require_duration`` the returned mapping may lack both duration roles.
+    """
     if schema != "auto" and schema not in _SCHEMA_BY_NAME:
         raise ValueError(f"schema must be 'auto' or one of {list(SCHEMAS)}, got {schema!r}")
     index = _column_index(columns)
@@ -444,24 +482,38 @@ def _resolve_mapping(
             mapping = _match_variant(variant, index)
             if mapping is not None:
                 return sch.name, _with_user_map(mapping, user), sch.tz
+    # 1b. Travel time optional: a layout whose start and coordinate columns are present
+    #     (only after every full match failed, so a file's travel times are never missed).
+    if not require_duration:
+        for sch in candidates:
+            for variant in sch.variants:
+                mapping = _match_variant(_without_duration(variant), index)
+                if mapping is not None:
+                    return sch.name, _with_user_map(mapping, user), sch.tz
     # 2. A layout the user's map completes: every column the user did not override
     #    must be present (and at least one, otherwise nothing identifies the schema).
     for sch in candidates:
         for variant in sch.variants:
             kept = {r: c for r, c in variant.columns.items() if r not in user}
             if "end_time" in user or "travel_time_s" in user:
-                kept = {r: c for r, c in kept.items() if r not in ("end_time", "travel_time_s")}
+                kept = {r: c for r, c in kept.items() if r not in _DURATION_ROLES}
+            if not require_duration:  # a duration column the file lacks is not needed
+                kept = {
+                    r: c
+                    for r, c in kept.items()
+                    if r not in _DURATION_ROLES or _normalise(c) in index
+                }
             if kept and all(_normalise(c) in index for c in kept.values()):
                 mapping = {role: index[_normalise(c)] for role, c in kept.items()}
                 merged = _with_user_map(mapping, user)
-                if _is_complete(merged):
+                if _is_complete(merged, require_duration):
                     return sch.name, merged, sch.tz
     # 3. The user named everything: a custom schema, or a named one with other names.
-    if _is_complete(user):
+    if _is_complete(user, require_duration):
         if schema == "auto":
             return "custom", dict(user), None
         return schema, dict(user), _SCHEMA_BY_NAME[schema].tz
-    raise ValueError(_unknown_schema_message(name, columns, index, schema))
+    raise ValueError(_unknown_schema_message(name, columns, index, schema, require_duration))
 
 
 # ---------------------------------------------------------------------------------------
@@ -600,7 +652,7 @@ class _RawTable:
     n_empty: int = 0
 
 
-def _read_raw(src: _Input, schema: str, column_map) -> _RawTable:
+def _read_raw(src: _Input, schema: str, column_map, require_duration: bool = True) -> _RawTable:
     """Read the file and keep the columns of the resolved schema."""
     if src.kind == "parquet":
         import pyarrow.parquet as pq  # pyarrow is a dependency; imported lazily for speed
@@ -612,7 +664,9 @@ def _read_raw(src: _Input, schema: str, column_map) -> _RawTable:
             raise ValueError(
                 f"{src.name} could not be read as Parquet ({_short(err)}): {_EXPECTED}"
             ) from None
-        schema_name, mapping, zone = _resolve_mapping(columns, schema, column_map, src.name)
+        schema_name, mapping, zone = _resolve_mapping(
+            columns, schema, column_map, src.name, require_duration
+        )
         needed = list(dict.fromkeys(mapping.values()))
         try:
             raw = parquet.read(columns=needed).to_pandas()
@@ -625,7 +679,9 @@ def _read_raw(src: _Input, schema: str, column_map) -> _RawTable:
         return _RawTable(raw, schema_name, mapping, zone, np.arange(len(raw)) + 2)
 
     columns, sep = _read_csv_header(src)
-    schema_name, mapping, zone = _resolve_mapping(columns, schema, column_map, src.name)
+    schema_name, mapping, zone = _resolve_mapping(
+        columns, schema, column_map, src.name, require_duration
+    )
     needed = list(dict.fromkeys(mapping.values()))
     try:
         with warnings.catch_warnings():
@@ -847,8 +903,10 @@ def _parse(
         time_failed |= end_given & np.isnat(end)
         duration = (end - start) / np.timedelta64(1, "s")
         duration[np.isnat(end) | np.isnat(start)] = np.nan
-    else:
+    elif "travel_time_s" in mapping:
         duration = _to_float(raw[mapping["travel_time_s"]])
+    else:  # no travel time in the source (allowed with require_travel_time=False)
+        duration = np.full(len(raw), np.nan)
     return _Parsed(coords, start, np.asarray(duration, dtype=np.float64), time_failed, zone)
 
 
@@ -1023,6 +1081,11 @@ class CleaningReport:
     n_empty_rows : int
         Rows (typically blank lines) whose used fields were all empty; they are not
         trips, are skipped, and are not part of ``n_input``.
+    dropped_rows : dict of str to numpy.ndarray
+        Row numbers (int64, increasing) of *every* dropped row, per reason, so that
+        with the ``row`` column of the kept rows each input row can be accounted for.
+        Left out of :meth:`to_dict` and of comparisons (it can be long); empty for a
+        report built by hand without it.
 
     Examples
     --------
@@ -1046,13 +1109,20 @@ class CleaningReport:
     tz: str | None = None
     center: tuple[float, float] | None = None
     n_empty_rows: int = 0
+    dropped_rows: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         # Every reason present, in check order, so tables always have the same rows.
         counts = {r: int(self.counts.get(r, 0)) for r in CLEANING_REASONS}
         examples = {r: [int(i) for i in self.examples.get(r, [])] for r in CLEANING_REASONS}
+        dropped_rows = {}
+        for r in CLEANING_REASONS:
+            rows = np.array(self.dropped_rows.get(r, ()), dtype=np.int64).reshape(-1)
+            rows.flags.writeable = False  # the report is frozen; so are its arrays
+            dropped_rows[r] = rows
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "examples", examples)
+        object.__setattr__(self, "dropped_rows", dropped_rows)
 
     @property
     def dropped(self) -> int:
@@ -1141,6 +1211,8 @@ def _clean(
     schema: str | None,
     n_empty: int = 0,
     attrs: Mapping | None = None,
+    require_duration: bool = True,
+    row_numbers: bool = False,
 ) -> tuple[pd.DataFrame, CleaningReport]:
     n = len(rows)
     code = {reason: i + 1 for i, reason in enumerate(CLEANING_REASONS)}
@@ -1179,7 +1251,10 @@ def _clean(
             )
             fail(far, "invalid_coordinates")
 
-        fail(np.isnan(duration), "missing_duration")
+        if require_duration:
+            fail(np.isnan(duration), "missing_duration")
+        # NaN fails no comparison below, so without require_duration these checks
+        # apply only to the rows that carry a travel time.
         fail(duration <= 0, "non_positive_duration")
         if config.min_duration_s is not None:
             fail(duration < config.min_duration_s, "too_short")
@@ -1207,8 +1282,11 @@ def _clean(
 
     counts_all = np.bincount(reason, minlength=len(CLEANING_REASONS) + 1)
     counts = {r: int(counts_all[code[r]]) for r in CLEANING_REASONS}
-    examples = {r: rows[reason == code[r]][:_N_EXAMPLES].tolist() for r in CLEANING_REASONS}
+    dropped_rows = {r: rows[reason == code[r]] for r in CLEANING_REASONS}
+    examples = {r: dropped_rows[r][:_N_EXAMPLES].tolist() for r in CLEANING_REASONS}
     kept = frame.loc[reason == 0].reset_index(drop=True)
+    if row_numbers:
+        kept.insert(0, "row", rows[reason == 0].astype(np.int64))
     kept.attrs.update(attrs or {})
     kept.attrs.update({"schema": schema, "tz": parsed.zone, "source": source})
     report = CleaningReport(
@@ -1222,6 +1300,7 @@ def _clean(
         tz=parsed.zone,
         center=center,
         n_empty_rows=n_empty,
+        dropped_rows=dropped_rows,
     )
     return kept, report
 
@@ -1239,6 +1318,8 @@ def read_trips(
     cleaning: CleaningConfig | Mapping | None = None,
     *,
     source: str | None = None,
+    require_travel_time: bool = True,
+    row_numbers: bool = False,
 ) -> tuple[pd.DataFrame, CleaningReport]:
     """Read a trip export (CSV or Parquet) into the canonical table, cleaned, with a report.
 
@@ -1263,14 +1344,24 @@ def read_trips(
     source : str or None, default=None
         Name to use in messages and the report; default: the path, or the
         file-like's ``name`` attribute (as Streamlit uploads have).
+    require_travel_time : bool, default=True
+        If False (for queries), the travel time is optional: a file without one is
+        read with ``travel_time_s`` all NaN, rows with an empty travel time are kept
+        with NaN, and the duration checks (``missing_duration`` to ``too_fast``)
+        apply only to rows that carry a travel time (see "Queries" in the module
+        docs).
+    row_numbers : bool, default=False
+        If True, the table starts with an int64 column ``row``: the row number (line
+        in the file, header = line 1) of each kept row.
 
     Returns
     -------
     trips : pandas.DataFrame
-        Kept rows with :data:`CANONICAL_COLUMNS`, a fresh ``RangeIndex``, and
-        ``attrs`` ``"schema"``, ``"tz"`` and ``"source"``.
+        Kept rows with :data:`CANONICAL_COLUMNS` (after ``row`` if
+        ``row_numbers``), a fresh ``RangeIndex``, and ``attrs`` ``"schema"``,
+        ``"tz"`` and ``"source"``.
     report : CleaningReport
-        Counts and example row numbers per reason a row was dropped.
+        Counts and row numbers per reason a row was dropped.
 
     Raises
     ------
@@ -1303,16 +1394,48 @@ def read_trips(
     >>> print(report)
     sample.csv: kept 1 of 2 rows (50.0%), dropped 1
       non_positive_duration: 1 (50.0%), e.g. rows 3
+
+    Queries, with or without travel times, keeping every row's line number:
+
+    >>> queries = io.StringIO(
+    ...     "origin_lat,origin_lon,dest_lat,dest_lon,start_time\\n"
+    ...     "41.88,-87.63,41.90,-87.65,2016-01-01 08:00\\n"
+    ...     "41.88,-87.63,,-87.65,2016-01-01 09:00\\n"
+    ...     "41.88,-87.63,41.95,-87.65,2016-01-01 10:00\\n"
+    ... )
+    >>> found, report = read_trips(queries, tz="America/Chicago",
+    ...                            require_travel_time=False, row_numbers=True)
+    >>> found["row"].tolist(), bool(found["travel_time_s"].isna().all())
+    ([2, 4], True)
+    >>> report.dropped_rows["missing_coordinates"].tolist()
+    [3]
     """
     config = _as_config(cleaning)
     tz = _check_zone(tz)
+    require_travel_time = _check_flag(require_travel_time, "require_travel_time")
+    row_numbers = _check_flag(row_numbers, "row_numbers")
     src = _open_input(path_or_buffer, source)
-    raw = _read_raw(src, schema, column_map)
+    raw = _read_raw(src, schema, column_map, require_travel_time)
     native_zone = _zone_name(raw.frame[raw.mapping["start_time"]].dtype)
     zone = tz or raw.zone or native_zone or "UTC"
     known = _SCHEMA_BY_NAME.get(raw.schema)
     parsed = _parse(raw.frame, raw.mapping, zone, known is not None and known.unix_is_local)
-    return _clean(parsed, raw.rows, config, source=src.name, schema=raw.schema, n_empty=raw.n_empty)
+    return _clean(
+        parsed,
+        raw.rows,
+        config,
+        source=src.name,
+        schema=raw.schema,
+        n_empty=raw.n_empty,
+        require_duration=require_travel_time,
+        row_numbers=row_numbers,
+    )
+
+
+def _check_flag(value, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def clean_trips(
@@ -1320,28 +1443,41 @@ def clean_trips(
     cleaning: CleaningConfig | Mapping | None = None,
     *,
     source: str = "<DataFrame>",
+    require_travel_time: bool = True,
+    row_numbers: bool = False,
 ) -> tuple[pd.DataFrame, CleaningReport]:
     """Clean a frame that already has the canonical columns.
 
     Values are coerced as in :func:`read_trips` (unreadable ones count as dropped
     for the matching reason). A timezone-aware ``start_time`` keeps its zone; naive
-    times are read in ``df.attrs["tz"]`` if set, else UTC. Row numbers in the report
-    are the 0-based position plus 2, the line numbers of ``df.to_csv(index=False)``.
+    times are read in ``df.attrs["tz"]`` if set, else UTC. Row numbers are the values
+    of an integer ``row`` column if ``df`` has one (as :func:`read_trips` returns
+    with ``row_numbers=True``, so re-cleaning still names lines of the file), else
+    the 0-based position plus 2, the line numbers of ``df.to_csv(index=False)``.
 
     Parameters
     ----------
     df : pandas.DataFrame
-        Must contain :data:`CANONICAL_COLUMNS`; other columns are ignored.
+        Must contain :data:`CANONICAL_COLUMNS` (``travel_time_s`` may be absent when
+        ``require_travel_time=False``); other columns are ignored.
     cleaning : CleaningConfig, dict or None, default=None
         Cleaning thresholds; ``None`` means ``CleaningConfig()``.
     source : str, default="<DataFrame>"
         Name used in the report.
+    require_travel_time : bool, default=True
+        If False, a missing ``travel_time_s`` column is filled with NaN, NaN travel
+        times are kept, and the duration checks apply only to rows that carry a
+        travel time (as in :func:`read_trips`).
+    row_numbers : bool, default=False
+        If True, the table starts with an int64 column ``row``: each kept row's
+        row number.
 
     Returns
     -------
     trips : pandas.DataFrame
-        Kept rows (canonical columns only, fresh ``RangeIndex``); ``attrs`` are
-        those of ``df`` updated with ``"schema"``, ``"tz"`` and ``"source"``.
+        Kept rows (canonical columns, after ``row`` if ``row_numbers``; fresh
+        ``RangeIndex``); ``attrs`` are those of ``df`` updated with ``"schema"``,
+        ``"tz"`` and ``"source"``.
     report : CleaningReport
 
     Examples
@@ -1357,10 +1493,21 @@ def clean_trips(
     >>> trips, report = clean_trips(df)
     >>> len(trips), report.counts["duplicate"], report.examples["too_short"]
     (1, 1, [4])
+
+    Queries without travel times:
+
+    >>> queries = df.drop(columns="travel_time_s")
+    >>> kept, report = clean_trips(queries, require_travel_time=False, row_numbers=True,
+    ...                            cleaning={"drop_duplicates": False})
+    >>> kept["row"].tolist(), report.dropped
+    ([2, 3, 4], 0)
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
-    missing = [c for c in CANONICAL_COLUMNS if c not in df.columns]
+    require_travel_time = _check_flag(require_travel_time, "require_travel_time")
+    row_numbers = _check_flag(row_numbers, "row_numbers")
+    needed = [c for c in CANONICAL_COLUMNS if require_travel_time or c != "travel_time_s"]
+    missing = [c for c in needed if c not in df.columns]
     if missing:
         raise ValueError(
             f"{source}: missing canonical columns {missing}; columns found: "
@@ -1368,9 +1515,13 @@ def clean_trips(
         )
     config = _as_config(cleaning)
     zone = _zone_name(df["start_time"].dtype) or _check_zone(df.attrs.get("tz")) or "UTC"
-    mapping = {c: c for c in CANONICAL_COLUMNS}
-    parsed = _parse(df[list(CANONICAL_COLUMNS)].reset_index(drop=True), mapping, zone)
-    rows = np.arange(len(df)) + 2
+    present = [c for c in CANONICAL_COLUMNS if c in df.columns]
+    mapping = {c: c for c in present}
+    parsed = _parse(df[present].reset_index(drop=True), mapping, zone)
+    if "row" in df.columns and pd.api.types.is_integer_dtype(df["row"].dtype):
+        rows = df["row"].to_numpy(dtype=np.int64)
+    else:
+        rows = np.arange(len(df), dtype=np.int64) + 2
     return _clean(
         parsed,
         rows,
@@ -1378,4 +1529,6 @@ def clean_trips(
         source=source,
         schema=df.attrs.get("schema", "canonical"),
         attrs=df.attrs,
+        require_duration=require_travel_time,
+        row_numbers=row_numbers,
     )
