@@ -584,7 +584,9 @@ class TravelTimeModel(BaseEstimator):
         if rows.size > self.selection_size:
             rows = np.sort(rng.choice(rows.size, size=self.selection_size, replace=False))
         started = time.perf_counter()
-        selector = self._member_template(random_state=seed).fit(X[rows], y[rows], linear=d[rows])
+        selector = self._member_template(random_state=seed, n_jobs=self.n_jobs).fit(
+            X[rows], y[rows], linear=d[rows]
+        )
         logger.info(
             "chose kernel widths %s on %d trips in %.1f s",
             np.round(selector.kernel_widths_, 4).tolist(),

@@ -61,6 +61,7 @@ _PARAMETER_CONSTRAINTS = {
     "chunk_size": (integer(1, allow_none=True), "None or an integer >= 1"),
     "selection_size": (integer(10), "an integer >= 10"),
     "cv_folds": (integer(2), "an integer >= 2"),
+    "n_jobs": (lambda v: integer(allow_none=True)(v) and v != 0, "None or a non-zero integer"),
     "random_state": SEED,
 }
 
@@ -240,6 +241,9 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         Rows used for automatic width selection.
     cv_folds : int, default=5
         Folds for ``width_selection="cv"``.
+    n_jobs : int or None, default=None
+        Processes (joblib) that score the candidate width sets of ``"auto"`` in
+        parallel; None or 1 scores them in turn, -1 uses all cores.
     random_state : int, numpy Generator or None, default=None
         Seed for centre selection and subsampling.
 
@@ -341,6 +345,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         chunk_size: int | None = None,
         selection_size: int = 2000,
         cv_folds: int = 5,
+        n_jobs: int | None = None,
         random_state=None,
     ):
         self.kernel_widths = kernel_widths
@@ -360,6 +365,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         self.chunk_size = chunk_size
         self.selection_size = selection_size
         self.cv_folds = cv_folds
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
@@ -454,26 +460,42 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         ls = None if linear is None else linear[rows]
         centres = Xs[choose_centres(Xs, self.max_basis, rng)]
         candidates = width_grid(centres, self.n_widths, rng)
+        seeds = rng.integers(2**31 - 1, size=len(candidates))
+        tasks = [
+            (Xs, ys, ls, widths, int(seed)) for widths, seed in zip(candidates, seeds, strict=True)
+        ]
+        if self.n_jobs in (None, 1):
+            outcomes = [self._score_widths(*task) for task in tasks]
+        else:
+            from joblib import Parallel, delayed
+
+            outcomes = Parallel(n_jobs=self.n_jobs, backend="loky")(
+                delayed(self._score_widths)(*task) for task in tasks
+            )
         scores, fits = {}, {}
-        for widths in candidates:
+        for widths, (score, fit) in zip(candidates, outcomes, strict=True):
             key = tuple(float(w) for w in widths)
-            if self.width_selection == "evidence":
-                fits[key] = fit = self._core_fit(Xs, ys, ls, widths, rng)
-                scores[key] = fit.log_evidence
-            else:
-                folds = KFold(self.cv_folds, shuffle=True, random_state=int(rng.integers(2**31)))
-                total = 0.0
-                for tr, te in folds.split(Xs):
-                    fit = self._core_fit(
-                        Xs[tr], ys[tr], None if ls is None else ls[tr], widths, rng
-                    )
-                    pred = fit.predictor()
-                    loc, scale = pred.loc_scale(Xs[te], None if ls is None else ls[te])
-                    total += float(np.sum(pred.dist(loc, scale).logpdf(ys[te])))
-                scores[key] = total / ys.size
+            scores[key] = score
+            if fit is not None:
+                fits[key] = fit
         best = max(scores, key=scores.get)
         reuse = fits.get(best) if rows.size == n else None
         return np.array(best), scores, reuse
+
+    def _score_widths(self, Xs, ys, ls, widths, seed):
+        """Score one candidate width set: (log evidence, fit) or (CV log density, None)."""
+        rng = np.random.default_rng(seed)
+        if self.width_selection == "evidence":
+            fit = self._core_fit(Xs, ys, ls, widths, rng)
+            return fit.log_evidence, fit
+        folds = KFold(self.cv_folds, shuffle=True, random_state=int(rng.integers(2**31)))
+        total = 0.0
+        for tr, te in folds.split(Xs):
+            fit = self._core_fit(Xs[tr], ys[tr], None if ls is None else ls[tr], widths, rng)
+            pred = fit.predictor()
+            loc, scale = pred.loc_scale(Xs[te], None if ls is None else ls[te])
+            total += float(np.sum(pred.dist(loc, scale).logpdf(ys[te])))
+        return total / ys.size, None
 
     def fit(self, X, y, linear=None):
         """Fit the VRVM.
