@@ -58,10 +58,13 @@ def is_seed(v) -> bool:
 SEED = (is_seed, "None, a non-negative integer or a numpy Generator")
 
 
-def check_params(estimator, table: dict) -> None:
-    """Raise ValueError naming the first parameter of ``estimator`` outside ``table``."""
+def check_params(estimator, table: dict, values: dict | None = None) -> None:
+    """Raise ValueError naming the first parameter of ``estimator`` outside ``table``.
+
+    ``values`` supplies values that are arguments of a method rather than attributes.
+    """
     for name, (check, allowed) in table.items():
-        value = getattr(estimator, name)
+        value = values[name] if values is not None and name in values else getattr(estimator, name)
         if not check(value):
             raise ValueError(
                 f"The {name!r} parameter of {type(estimator).__name__} must be {allowed}; "

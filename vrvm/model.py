@@ -37,7 +37,7 @@ from vrvm._validation import SEED, check_params, integer, one_of
 from vrvm.features import TripFeaturizer
 from vrvm.metrics import DEFAULT_LEVELS, evaluate_distribution
 from vrvm.mixture import MixtureDistribution
-from vrvm.regressor import VRVMRegressor
+from vrvm.regressor import _FORGETTING, VRVMRegressor
 from vrvm.storage import ModelFormatError, load_model_dir, save_model_dir
 from vrvm.zones import choose_h3_resolution, latlng_to_zone, stratified_shards
 
@@ -119,6 +119,11 @@ def _check_trips(trips, *, with_target: bool, name: str = "trips") -> pd.DataFra
         )
     if len(trips) == 0:
         raise ValueError(f"{name} has no rows")
+    if trips.attrs:
+        # pandas deep-copies ``attrs`` into every column it hands out; a shallow copy
+        # without them keeps per-trip calls (online updates, single queries) cheap
+        trips = trips.copy(deep=False)
+        trips.attrs = {}
     return trips
 
 
@@ -734,6 +739,7 @@ class TravelTimeModel(BaseEstimator):
         self : TravelTimeModel
         """
         check_is_fitted(self, "members_")
+        check_params(self, {"forgetting": _FORGETTING}, values={"forgetting": forgetting})
         if assign not in ("all", "shard"):
             raise ValueError(f"assign must be 'all' or 'shard', got {assign!r}")
         trips = _check_trips(trips, with_target=True)
@@ -747,7 +753,7 @@ class TravelTimeModel(BaseEstimator):
                 slice(None) if assign == "all" else (np.arange(len(trips)) + seen) % n_members == m
             )
             if assign == "all" or np.any(rows):
-                member.partial_fit(X[rows], y[rows], linear=d[rows, None], forgetting=forgetting)
+                member._update(X[rows], y[rows], d[rows, None], forgetting)
         self.n_updates_ = seen + len(trips)
         self._record_update(trips, forgetting, assign)
         return self

@@ -42,6 +42,8 @@ def _positive_widths(value) -> bool:
     return bool(np.all(np.isfinite(arr)) and np.all(arr > 0))
 
 
+_FORGETTING = (real(0, strict=True, high=1), "a number in (0, 1]")
+
 # Declarative parameter table: name -> (predicate, description of the allowed values).
 _PARAMETER_CONSTRAINTS = {
     "kernel_widths": (_positive_widths, '"auto", a positive number or a sequence of them'),
@@ -713,6 +715,11 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         """
         X, linear = self._check_predict_input(X, linear)
         y = self._as_matrix(y, "y", X.shape[0])
+        check_params(self, {"forgetting": _FORGETTING}, values={"forgetting": forgetting})
+        return self._update(X, y, linear, forgetting)
+
+    def _update(self, X, y, linear, forgetting: float):
+        """:meth:`partial_fit` on inputs already validated (the ensemble's fast path)."""
         pred = self._predictor
         post = pred.online_posterior()
         phi = pred.basis.design(X, linear, pred.columns)
