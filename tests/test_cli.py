@@ -392,3 +392,43 @@ def test_progress_bar_redraws_on_a_terminal():
     bar(1, 2, 0.5)
     bar(2, 2, 1.0)
     assert stream.getvalue() == ("\rmembers [##--] 1/2     0.5 s\rmembers [####] 2/2     1.0 s\n")
+
+
+def test_update_a_model_directory_and_a_store(workdir, tmp_path):
+    from vrvm.storage import ModelStore
+
+    root, _, _ = workdir
+    new = synthetic_city(300, seed=21)
+    new.to_csv(tmp_path / "new.csv", index=False)
+    # a plain model directory, written to --out
+    status, out, err = run(
+        "update",
+        str(root / "model"),
+        str(tmp_path / "new.csv"),
+        "--out",
+        str(tmp_path / "updated"),
+        "--forgetting",
+        "0.999",
+    )
+    assert status == 0, err
+    assert "updated 2 members with 300 trips" in out
+    updated = TravelTimeModel.load(tmp_path / "updated")
+    assert updated.n_updates_ == 300
+    assert updated.update_history_[0]["forgetting"] == 0.999
+    assert TravelTimeModel.load(root / "model").n_updates_ == 0  # the original is untouched
+    # a model store: the update becomes a new active version that says what it learned
+    store = ModelStore(tmp_path / "store")
+    store.add(lambda path: TravelTimeModel.load(root / "model").save(path), info={"kind": "train"})
+    status, out, err = run(
+        "update", str(tmp_path / "store"), str(tmp_path / "new.csv"), "--assign", "shard"
+    )
+    assert status == 0, err
+    assert store.active_version() == 2
+    info = store.versions()[-1].info
+    assert info["kind"] == "update" and info["parent"] == 1
+    assert info["data"]["n_trips"] == 300 and info["assign"] == "shard"
+    # bad forgetting is a usage error
+    status, _, err = run(
+        "update", str(root / "model"), str(tmp_path / "new.csv"), "--forgetting", "1.5"
+    )
+    assert status == 2 and "(0, 1]" in err

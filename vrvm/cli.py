@@ -186,6 +186,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _forgetting(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return value
+
+
 def _time_zone(text: str) -> str:
     try:
         zoneinfo.ZoneInfo(text)
@@ -329,6 +339,56 @@ def _load_model(path: str):
     from vrvm.model import TravelTimeModel
 
     return TravelTimeModel.load(path)
+
+
+def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
+    """Sequential Bayesian update of a saved model (or of a store's active version)."""
+    from vrvm.model import TravelTimeModel, trips_sha256
+    from vrvm.storage import ModelStore
+
+    target = Path(args.model)
+    is_store = (target / "versions").is_dir()
+    if is_store:
+        store = ModelStore(target)
+        parent = store.active_version()
+        if parent is None:
+            raise ValueError(f"{target}: the model store has no active version to update")
+        source = store.active_path()
+    else:
+        source = target
+        _check_model_target(Path(args.out or source))
+    model = TravelTimeModel.load(source)
+    trips, report = read_trips(args.trips, schema=args.schema, tz=args.tz)
+    if not args.quiet:
+        _print_report(report, "update data", stderr)
+    if len(trips) == 0:
+        raise ValueError(f"{args.trips}: no trips left after cleaning")
+    started = time.perf_counter()
+    model.update(trips, forgetting=args.forgetting, assign=args.assign)
+    elapsed = time.perf_counter() - started
+    info = {
+        "kind": "update",
+        "data": {
+            "source": str(args.trips),
+            "n_trips": len(trips),
+            "sha256": trips_sha256(trips),
+            "dropped": report.dropped,
+        },
+        "forgetting": args.forgetting,
+        "assign": args.assign,
+    }
+    if is_store:
+        info["parent"] = parent
+        version = store.add(lambda path: model.save(path), info=info, activate=True)
+        where = f"version {version} of {target} (parent {parent}), now active"
+    else:
+        where = str(model.save(args.out or source))
+    stdout.write(
+        f"updated {len(model.members_)} members with {len(trips):,} trips in "
+        f"{elapsed * 1e3:.0f} ms (forgetting {args.forgetting}, assign {args.assign}); "
+        f"saved to {where}\n"
+    )
+    return 0
 
 
 def _prediction_table(model, queries: pd.DataFrame, report: CleaningReport) -> pd.DataFrame:
@@ -749,6 +809,32 @@ def build_parser() -> argparse.ArgumentParser:
         help="output CSV, or Parquet by extension; - for stdout (default)",
     )
     predict.set_defaults(handler=_cmd_predict)
+
+    update = commands.add_parser(
+        "update",
+        parents=[common, reading],
+        help="update a model with new trips (fast, no refit)",
+        description="Sequential Bayesian update: every member keeps its relevance vectors "
+        "and learns the new trips' evidence (weights and noise) in milliseconds. MODEL is a "
+        "model directory (replaced, or written to --out) or a model store root, where the "
+        "result becomes a new active version recording what it was updated with.",
+    )
+    update.add_argument("model", metavar="MODEL", help="model directory or model store root")
+    update.add_argument("trips", metavar="TRIPS", help="new trips (CSV or Parquet)")
+    update.add_argument("--out", metavar="DIR", help="write the updated model here instead")
+    update.add_argument(
+        "--forgetting",
+        type=_forgetting,
+        default=1.0,
+        help="exponential forgetting per trip in (0, 1]; 1 keeps all evidence (default)",
+    )
+    update.add_argument(
+        "--assign",
+        choices=("all", "shard"),
+        default="all",
+        help="every member learns every trip (all, default) or trips are dealt in turn",
+    )
+    update.set_defaults(handler=_cmd_update)
 
     evaluate = commands.add_parser(
         "evaluate",
