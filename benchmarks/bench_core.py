@@ -1,6 +1,6 @@
 """Benchmark of the VRVM core: fit time, peak memory and sparsity versus N.
 
-Fits ``VRVMRegressor(max_basis=1000, random_state=0)`` (default settings: automatic
+Fits ``VRVMRegressor(max_basis=1000, n_jobs=2, random_state=0)`` (default settings: automatic
 stacked widths chosen by the evidence on a 2,000-row subsample) to synthetic 6-D data at
 each N, each in a fresh subprocess so that the peak resident memory is that fit's own.
 The "floor" is the time of one BLAS Phi^T Phi (dsyrk) of the same N x M size, measured
@@ -57,7 +57,7 @@ def run_one(n: int) -> dict:
 
     X, y = make_data(n)
     start = time.perf_counter()
-    model = VRVMRegressor(max_basis=1000, random_state=0).fit(X, y)
+    model = VRVMRegressor(max_basis=1000, n_jobs=2, random_state=0).fit(X, y)
     fit_s = time.perf_counter() - start
     X_test, y_test = make_data(20_000, seed=1)
     rmse = float(np.sqrt(np.mean((model.predict(X_test) - y_test) ** 2)))
