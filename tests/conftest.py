@@ -34,3 +34,60 @@ def _require(name: str) -> Path:
 def shared_data():
     """Return a function ``name -> Path`` for a file in ``../shared/data``."""
     return _require
+
+
+# ----------------------------------------------------------------------------------
+# Dashboard fixtures: a tiny demo model trained once per session into a model store.
+# ----------------------------------------------------------------------------------
+
+TINY_DEMO_ENV = {
+    "VRVM_DEMO_TRIPS": "3000",
+    "VRVM_DEMO_MEMBERS": "2",
+    "VRVM_DEMO_MAX_BASIS": "150",
+    "VRVM_DEMO_WIDTHS": "1.5, 3",
+    "VRVM_N_JOBS": "1",
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_home(tmp_path_factory):
+    """A ``VRVM_HOME`` holding a tiny trained demo model (read-only: copy it to change it).
+
+    synthetic_city(3000), two members, at most 150 basis functions, explicit widths:
+    about two seconds to train.
+    """
+    from vrvm import dashboard
+
+    home = tmp_path_factory.mktemp("vrvm-home")
+    dashboard.ensure_demo_model(home, dashboard.demo_settings(TINY_DEMO_ENV))
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_home):
+    """The tiny demo model, loaded from its store."""
+    from vrvm import TravelTimeModel, dashboard
+
+    return TravelTimeModel.load(dashboard.model_store(tiny_home).active_path())
+
+
+@pytest.fixture(scope="session")
+def tiny_area(tiny_home, tiny_model):
+    """The tiny model's service area (zones over its training trips)."""
+    from vrvm import dashboard
+
+    trips = dashboard.load_training_trips(tiny_home, tiny_model)
+    return dashboard.build_service_area(tiny_model, trips=trips)
+
+
+@pytest.fixture
+def vrvm_home(tiny_home, tmp_path, monkeypatch):
+    """A writable copy of the tiny home, set as ``$VRVM_HOME`` for the app under test."""
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(tiny_home, home)
+    monkeypatch.setenv("VRVM_HOME", str(home))
+    for name, value in TINY_DEMO_ENV.items():
+        monkeypatch.setenv(name, value)
+    return home

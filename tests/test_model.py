@@ -327,3 +327,14 @@ def test_prediction_restores_blas_threads_even_when_concurrent(model, queries):
     assert all(_same_predictions(r, expected) for r in results)
     after = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
     assert after == before
+
+
+def test_training_summary_keeps_the_provenance_of_the_trips():
+    trips = synthetic_city(600, seed=4)
+    model = TravelTimeModel(
+        n_members=2, kernel_widths=[1.5, 3.0], max_basis=80, random_state=0
+    ).fit(trips)
+    summary = model.training_summary_
+    assert summary["synthetic"] is True
+    assert summary["city"] == trips.attrs["city"]
+    assert summary["source"] == trips.attrs["source"]

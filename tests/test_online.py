@@ -107,8 +107,9 @@ def test_travel_time_model_update_and_round_trip(tmp_path):
     from vrvm import TravelTimeModel, synthetic_city
 
     trips = synthetic_city(2400, seed=1)
-    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=150,
-                            random_state=0).fit(trips.iloc[:1600])
+    model = TravelTimeModel(
+        n_members=2, kernel_widths=[1.5, 3.0], max_basis=150, random_state=0
+    ).fit(trips.iloc[:1600])
     before = model.evaluate(trips.iloc[2000:])["crps_s"]
     model.update(trips.iloc[1600:2000])
     assert model.n_updates_ == 400 and len(model.update_history_) == 1
@@ -116,8 +117,9 @@ def test_travel_time_model_update_and_round_trip(tmp_path):
     assert after < before * 1.05  # more data never makes it much worse
     model.save(tmp_path / "m")
     loaded = TravelTimeModel.load(tmp_path / "m")
-    np.testing.assert_allclose(loaded.predict(trips.iloc[2000:2050]),
-                               model.predict(trips.iloc[2000:2050]), rtol=1e-10)
+    np.testing.assert_allclose(
+        loaded.predict(trips.iloc[2000:2050]), model.predict(trips.iloc[2000:2050]), rtol=1e-10
+    )
     assert loaded.n_updates_ == 400
     # shard assignment continues round-robin across calls and touches one member per trip
     one = trips.iloc[2000:2001]

@@ -1,0 +1,116 @@
+"""vrvm dashboard: ``streamlit run app.py``. This is the Predict page.
+
+The other pages are in ``pages/``. Pages only wire components from ``app_ui/``; every
+number they show is computed in ``vrvm/dashboard.py``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_ui import context, coverage_view, forecast_view, od_picker, share, trip_controls
+from vrvm import dashboard as svc
+
+OD = "od"  # origin-destination picker
+TRIP = "trip"  # departure time and threshold
+COVERAGE = "coverage"  # coverage-map options
+SHARE = "share"  # query parameters
+MODE = "predict_mode"
+MODE_LABELS = {
+    "od": ":material/route: Trip between two places",
+    "coverage": ":material/radar: Reach from an origin",
+}
+
+
+def predict_page() -> None:
+    ctx = context.get_context()
+    st.title("Travel time, with its uncertainty")
+    st.caption(context.model_caption(ctx))
+    context.synthetic_banner(ctx)
+
+    view = share.read_once(SHARE, ctx.area, ctx.model.tz_)
+    if view is not None:
+        if view.state.origin is not None or view.state.dest is not None:
+            od_picker.set_state(OD, view.state)
+        trip_controls.set_values(TRIP, departure=view.departure, threshold_min=view.threshold_min)
+        coverage_view.set_values(COVERAGE, metric=view.metric, confidence=view.confidence)
+        if view.mode is not None:
+            st.session_state[MODE] = view.mode
+    share.show_warnings(SHARE)
+
+    st.session_state.setdefault(MODE, "od")
+    mode = st.segmented_control(
+        "What do you want to know?",
+        list(MODE_LABELS),
+        format_func=MODE_LABELS.get,
+        key=MODE,
+        required=True,
+    )
+    od_picker.handle_map_event(OD, ctx.area, mode="od" if mode == "od" else "origin")
+
+    map_column, control_column = st.columns([5, 2], gap="medium")
+    with control_column:
+        state = od_picker.show_controls(OD, ctx.area, mode=mode)
+        departure, threshold = trip_controls.show(TRIP, ctx.model.tz_)
+        metric, confidence = (None, None)
+        if mode == "coverage":
+            metric, confidence = coverage_view.show_options(COVERAGE)
+
+    grid = fill = legend = None
+    tips = [f"{n} training trip ends in this zone" for n in ctx.area.grid["n_points"]]
+    if mode == "coverage" and state.origin is not None:
+        grid = coverage_view.compute(ctx, state.origin, departure, threshold)
+        fill, tips, legend = coverage_view.map_layers(grid, metric, threshold)
+
+    with map_column:
+        hint = (
+            "Click a zone for the origin, then another for the destination."
+            if mode == "od"
+            else "Click a zone to set the origin; colours show every other zone from there."
+        )
+        st.markdown(od_picker.legend_html(mode) + f"<small>{hint}</small>", unsafe_allow_html=True)
+        od_picker.show_map(
+            OD,
+            ctx.area,
+            fill=fill,
+            tips=tips,
+            basemap=context.basemap_enabled(),
+            mode="od" if mode == "od" else "origin",
+        )
+        if legend:
+            title = (
+                "Median travel time"
+                if metric == "median"
+                else f"P(arrive within {threshold:g} min)"
+            )
+            st.markdown(coverage_view.legend_html(legend, title), unsafe_allow_html=True)
+
+    if mode == "od":
+        forecast_view.show("forecast", ctx, state, departure, threshold)
+    elif grid is None:
+        st.info("Choose an origin: click a zone on the map or pick it from the list.")
+    else:
+        coverage_view.show_results(
+            COVERAGE,
+            ctx,
+            grid,
+            origin=state.origin,
+            departure=departure,
+            threshold_min=threshold,
+            confidence=confidence,
+        )
+
+    share.write(
+        svc.to_query_params(
+            state if mode == "od" else svc.ODState(state.origin, None),
+            departure,
+            threshold_min=threshold,
+            mode=mode,
+            metric=metric,
+            confidence=confidence,
+        )
+    )
+
+
+context.page_setup("Predict")
+predict_page()

@@ -1,0 +1,362 @@
+"""Plotly figures of the dashboard (no Streamlit here: the components show them).
+
+Each function draws data computed by :mod:`vrvm.dashboard`; nothing is computed here
+beyond layout.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from vrvm import dashboard as svc
+
+ORIGIN = "#0072b2"
+DEST = "#d55e00"
+MIXTURE = "#1b4f72"
+MEMBER = "rgba(90, 90, 90, 0.35)"
+BAND_ALPHA = {0.5: 0.30, 0.8: 0.18, 0.95: 0.09}
+SYNTHETIC_NOTE = "SYNTHETIC DATA (Synthetica)"
+
+
+def _layout(fig: go.Figure, *, title: str, x: str, y: str, synthetic: bool, height: int = 340):
+    fig.update_layout(
+        title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}},
+        xaxis_title=x,
+        yaxis_title=y,
+        height=height,
+        margin={"l": 10, "r": 10, "t": 45, "b": 10},
+        template="plotly_white",
+        # below the plot, so that it never covers the title or the data
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0.0},
+        hovermode="x unified",
+    )
+    if synthetic:
+        fig.add_annotation(
+            text=SYNTHETIC_NOTE,
+            xref="paper",
+            yref="paper",
+            x=1.0,
+            y=0.98,
+            showarrow=False,
+            font={"size": 11, "color": "#b03a2e"},
+            xanchor="right",
+        )
+    return fig
+
+
+def density_figure(
+    curve: pd.DataFrame, forecast: svc.ODForecast, *, synthetic: bool = False
+) -> go.Figure:
+    """The exact mixture density, its members (faint) and the shaded intervals."""
+    fig = go.Figure()
+    top = float(curve["density"].max()) * 1.08
+    for _, row in forecast.intervals.sort_values("level", ascending=False).iterrows():
+        fig.add_vrect(
+            x0=row["lower_min"],
+            x1=row["upper_min"],
+            fillcolor=MIXTURE,
+            opacity=BAND_ALPHA.get(row["level"], 0.12),
+            line_width=0,
+            layer="below",
+        )
+        # an invisible trace so the band appears in the legend
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                marker={
+                    "size": 12,
+                    "color": MIXTURE,
+                    "opacity": BAND_ALPHA.get(row["level"], 0.12),
+                },
+                name=f"{row['interval']} interval",
+                hoverinfo="skip",
+            )
+        )
+    members = [c for c in curve.columns if c.startswith("member_")]
+    for i, column in enumerate(members):
+        fig.add_trace(
+            go.Scatter(
+                x=curve["minutes"],
+                y=curve[column],
+                mode="lines",
+                line={"color": MEMBER, "width": 1},
+                name="ensemble members (each / M)" if i == 0 else column,
+                legendgroup="members",
+                showlegend=i == 0,
+                hoverinfo="skip",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=curve["minutes"],
+            y=curve["density"],
+            mode="lines",
+            line={"color": MIXTURE, "width": 3},
+            name="predictive density",
+            hovertemplate="%{x:.1f} min: %{y:.3f} per min<extra></extra>",
+        )
+    )
+    fig.add_vline(x=forecast.median_min, line={"color": MIXTURE, "dash": "dash", "width": 1.5})
+    fig.add_annotation(
+        x=forecast.median_min,
+        y=top,
+        text=f"median {forecast.median_min:.1f}",
+        showarrow=False,
+        yanchor="bottom",
+        font={"size": 11},
+    )
+    fig.add_vline(x=forecast.threshold_min, line={"color": DEST, "width": 2})
+    fig.add_annotation(
+        x=forecast.threshold_min,
+        y=top * 0.86,
+        text=f"P(≤ {forecast.threshold_min:g} min) = {100 * forecast.prob_within:.0f} %",
+        showarrow=False,
+        xanchor="left",
+        xshift=4,
+        font={"size": 11, "color": DEST},
+    )
+    fig.update_yaxes(rangemode="tozero", range=[0, top * 1.05])
+    return _layout(
+        fig,
+        title="Predictive distribution of the travel time",
+        x="travel time (minutes)",
+        y="probability per minute",
+        synthetic=synthetic,
+        height=400,
+    )
+
+
+def profile_figure(
+    profile: pd.DataFrame,
+    observed: pd.DataFrame,
+    *,
+    departure_hour: float,
+    rings: int = 0,
+    synthetic: bool = False,
+) -> go.Figure:
+    """Fan chart of the quantiles over the day, observed trips of the zone pair on top."""
+    fig = go.Figure()
+    bands = (
+        ("q05", "q95", 0.12, "90 % band"),
+        ("q10", "q90", 0.18, "80 % band"),
+        ("q25", "q75", 0.30, "50 % band"),
+    )
+    for lo, hi, alpha, name in bands:
+        if lo not in profile or hi not in profile:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=profile["hour"],
+                y=profile[hi],
+                mode="lines",
+                line={"width": 0},
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=profile["hour"],
+                y=profile[lo],
+                mode="lines",
+                line={"width": 0},
+                fill="tonexty",
+                fillcolor=f"rgba(27, 79, 114, {alpha})",
+                name=name,
+                hoverinfo="skip",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=profile["hour"],
+            y=profile["q50"],
+            mode="lines",
+            line={"color": MIXTURE, "width": 3},
+            name="median",
+            hovertemplate="%{x:.2f} h: median %{y:.1f} min<extra></extra>",
+        )
+    )
+    if len(observed):
+        where = "this zone pair" if rings == 0 else f"zones within {rings} ring(s) of the pair"
+        fig.add_trace(
+            go.Scatter(
+                x=observed["hour"],
+                y=observed["minutes"],
+                mode="markers",
+                marker={
+                    "color": DEST,
+                    "size": 7,
+                    "opacity": 0.75,
+                    "line": {"color": "white", "width": 0.5},
+                },
+                name=f"observed training trips ({where})",
+                hovertemplate="%{x:.2f} h: %{y:.1f} min observed<extra></extra>",
+            )
+        )
+    fig.add_vline(x=departure_hour, line={"color": "#444", "dash": "dot", "width": 1.5})
+    fig.update_xaxes(range=[0, 24], tickvals=list(range(0, 25, 3)))
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(
+        fig,
+        title="Time-of-day profile of the same trip",
+        x="departure hour (local time)",
+        y="travel time (minutes)",
+        synthetic=synthetic,
+        height=400,
+    )
+
+
+def elbo_figure(curves: pd.DataFrame) -> go.Figure:
+    """Each member's evidence lower bound per iteration (the first steps' very low values
+    are cut off so the converged part is readable)."""
+    fig = go.Figure()
+    if len(curves):
+        low, high = curves["elbo"].quantile([0.03, 1.0])
+        pad = 0.05 * max(high - low, 1e-9)
+        fig.update_yaxes(range=[low - pad, high + pad])
+    for member, part in curves.groupby("member"):
+        fig.add_trace(
+            go.Scatter(x=part["iteration"], y=part["elbo"], mode="lines", name=f"member {member}")
+        )
+    return _layout(
+        fig, title="ELBO per iteration", x="iteration", y="ELBO", synthetic=False, height=380
+    )
+
+
+def predicted_vs_observed_figure(
+    frames: dict[str, pd.DataFrame], *, level: float = 0.8
+) -> go.Figure:
+    """Observed vs predicted median with central intervals, per model."""
+    fig = go.Figure()
+    colours = [MIXTURE, DEST, "#009e73", "#cc79a7"]
+    top = 0.0
+    for (name, frame), colour in zip(frames.items(), colours, strict=False):
+        top = max(top, float(frame["observed_min"].max()), float(frame["upper_min"].max()))
+        fig.add_trace(
+            go.Scatter(
+                x=frame["observed_min"],
+                y=frame["median_min"],
+                mode="markers",
+                marker={"color": colour, "size": 5, "opacity": 0.6},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": frame["upper_min"] - frame["median_min"],
+                    "arrayminus": frame["median_min"] - frame["lower_min"],
+                    "color": colour,
+                    "thickness": 0.6,
+                    "width": 0,
+                },
+                name=f"{name}: median and {100 * level:g} % interval",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[0, top],
+            y=[0, top],
+            mode="lines",
+            line={"color": "#888", "dash": "dash"},
+            name="perfect",
+        )
+    )
+    fig.update_layout(hovermode="closest")
+    return _layout(
+        fig,
+        title="Hold-out trips: predicted vs observed",
+        x="observed (minutes)",
+        y="predicted (minutes)",
+        synthetic=False,
+        height=380,
+    )
+
+
+def calibration_figure(curves: dict[str, pd.DataFrame]) -> go.Figure:
+    """Observed vs nominal coverage of central intervals (the diagonal is calibrated)."""
+    fig = go.Figure()
+    colours = [MIXTURE, DEST, "#009e73", "#cc79a7"]
+    for (name, frame), colour in zip(curves.items(), colours, strict=False):
+        fig.add_trace(
+            go.Scatter(
+                x=frame["nominal"],
+                y=frame["observed"],
+                mode="lines+markers",
+                line={"color": colour},
+                name=name,
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[0, 1],
+            y=[0, 1],
+            mode="lines",
+            line={"color": "#888", "dash": "dash"},
+            name="calibrated",
+        )
+    )
+    fig.update_xaxes(range=[0, 1], tickformat=".0%")
+    fig.update_yaxes(range=[0, 1], tickformat=".0%")
+    fig.update_layout(hovermode="closest")
+    return _layout(
+        fig,
+        title="Calibration of central intervals",
+        x="nominal coverage",
+        y="observed coverage",
+        synthetic=False,
+        height=380,
+    )
+
+
+def pit_figure(pits: dict[str, pd.DataFrame]) -> go.Figure:
+    """PIT histograms (flat at 1 when calibrated)."""
+    fig = go.Figure()
+    colours = [MIXTURE, DEST, "#009e73", "#cc79a7"]
+    for (name, frame), colour in zip(pits.items(), colours, strict=False):
+        fig.add_trace(
+            go.Bar(
+                x=frame["bin_mid"], y=frame["density"], name=name, marker_color=colour, opacity=0.75
+            )
+        )
+    fig.add_hline(y=1.0, line={"color": "#888", "dash": "dash"})
+    fig.update_layout(barmode="group", hovermode="closest")
+    fig.update_xaxes(range=[0, 1])
+    return _layout(
+        fig,
+        title="PIT histogram",
+        x="PIT value F(y)",
+        y="density (1 = flat)",
+        synthetic=False,
+        height=380,
+    )
+
+
+def warm_up() -> None:
+    """Draw throw-away versions of the figures (loads plotly's lazy validators)."""
+    import numpy as np
+
+    from vrvm.mixture import MixtureDistribution
+
+    dist = MixtureDistribution(
+        np.log([[600.0], [700.0]]), 0.2, df=np.array([[8.0], [9.0]]), transform="log"
+    )
+    intervals = svc.interval_table(dist)
+    forecast = svc.ODForecast(
+        origin=None,
+        dest=None,
+        departure=pd.Timestamp("2024-01-01", tz="UTC"),
+        median_min=10.0,
+        mean_min=10.0,
+        std_min=1.0,
+        intervals=intervals,
+        threshold_min=10.0,
+        prob_within=0.5,
+        dist=dist,
+    )
+    density_figure(svc.density_curve(dist, n_points=20), forecast, synthetic=True).to_json()
+    profile = pd.DataFrame(
+        {"hour": [0.0, 24.0], **{f"q{q:02d}": [float(q)] * 2 for q in (5, 10, 25, 50, 75, 90, 95)}}
+    )
+    observed = pd.DataFrame({"hour": [1.0], "minutes": [10.0]})
+    profile_figure(profile, observed, departure_hour=8.0, synthetic=True).to_json()

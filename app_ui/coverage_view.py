@@ -1,0 +1,146 @@
+"""'From this origin': every zone coloured by median travel time or P(T <= threshold).
+
+State keys: ``{key}_metric`` ("median" or "probability"), ``{key}_conf`` (required
+probability for the reachable-zone count).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app_ui.context import ModelContext
+from vrvm import dashboard as svc
+
+METRIC_LABELS = {"median": "Median travel time", "probability": "P(arrive within T)"}
+
+
+def set_values(key: str, *, metric: str | None = None, confidence: float | None = None) -> None:
+    """Preset the options (from a shared link); call before :func:`show_options`."""
+    if metric is not None:
+        st.session_state[f"{key}_metric"] = metric
+    if confidence is not None:
+        st.session_state[f"{key}_conf"] = float(confidence)
+
+
+def show_options(key: str) -> tuple[str, float]:
+    st.session_state.setdefault(f"{key}_metric", "probability")
+    st.session_state.setdefault(f"{key}_conf", 0.9)
+    metric = st.segmented_control(
+        "Colour zones by",
+        list(METRIC_LABELS),
+        format_func=METRIC_LABELS.get,
+        key=f"{key}_metric",
+        required=True,
+    )
+    confidence = st.slider(
+        "Required probability",
+        min_value=0.5,
+        max_value=0.99,
+        step=0.01,
+        key=f"{key}_conf",
+        help="Count the zones reached within T with at least this probability.",
+    )
+    return metric or "probability", float(confidence)
+
+
+def compute(ctx: ModelContext, origin: svc.Place, departure, threshold_min: float):
+    """Coverage grid, fill colours, tooltips and legend for the map."""
+    grid = svc.coverage_grid(ctx.model, ctx.area, origin, departure, threshold_min)
+    return grid
+
+
+def map_layers(grid: pd.DataFrame, metric: str, threshold_min: float):
+    fill, legend = svc.coverage_colors(grid, metric)
+    tips = [
+        f"median {m:.1f} min (80 %: {lo:.0f}-{hi:.0f})"
+        f"<br/>P(≤ {threshold_min:g} min) = {100 * p:.0f} %"
+        for m, lo, hi, p in zip(
+            grid["median_min"],
+            grid["lower80_min"],
+            grid["upper80_min"],
+            grid["prob_within"],
+            strict=True,
+        )
+    ]
+    return fill, tips, legend
+
+
+def legend_html(legend: list[tuple[str, str]], title: str) -> str:
+    items = "".join(
+        f"<span style='display:inline-block;margin:2px 10px 2px 0;white-space:nowrap'>"
+        f"<span style='display:inline-block;width:16px;height:12px;background:{colour};"
+        f"border:1px solid #999;vertical-align:middle;margin-right:4px'></span>{label}</span>"
+        for label, colour in legend
+    )
+    return f"<div style='font-size:0.85rem'><b>{title}</b><br/>{items}</div>"
+
+
+def show_results(
+    key: str,
+    ctx: ModelContext,
+    grid: pd.DataFrame,
+    *,
+    origin: svc.Place,
+    departure,
+    threshold_min: float,
+    confidence: float,
+) -> None:
+    summary = svc.reachable_summary(grid, confidence)
+    st.metric(
+        f"Zones reached within {threshold_min:g} min with ≥ {100 * confidence:.0f} % probability",
+        f"{summary['n_reached']} of {summary['n_zones']}",
+        f"{100 * summary['share']:.0f} % of the area",
+        delta_color="off",
+        delta_arrow="off",
+    )
+    when = pd.Timestamp(departure)
+    stem = f"coverage_{when:%Y%m%d_%H%M}_{threshold_min:g}min"
+    left, right = st.columns(2)
+    left.download_button(
+        "Download CSV",
+        svc.coverage_csv(grid, origin, departure, threshold_min, synthetic=ctx.synthetic),
+        file_name=f"{stem}.csv",
+        mime="text/csv",
+        key=f"{key}_csv",
+        width="stretch",
+    )
+    right.download_button(
+        "Download GeoJSON",
+        svc.coverage_geojson(grid, origin, departure, threshold_min, synthetic=ctx.synthetic),
+        file_name=f"{stem}.geojson",
+        mime="application/geo+json",
+        key=f"{key}_geojson",
+        width="stretch",
+    )
+    nearest = grid.sort_values("median_min").head(200)
+    table = nearest[["label", "median_min", "lower80_min", "upper80_min", "prob_within"]].rename(
+        columns={
+            "label": "zone",
+            "median_min": "median (min)",
+            "lower80_min": "80 % from",
+            "upper80_min": "80 % to",
+            "prob_within": f"P(≤ {threshold_min:g} min)",
+        }
+    )
+    minutes = st.column_config.NumberColumn(format="%.1f")
+    st.dataframe(
+        table,
+        hide_index=True,
+        height=260,
+        key=f"{key}_table",
+        width="stretch",
+        column_config={
+            "median (min)": minutes,
+            "80 % from": minutes,
+            "80 % to": minutes,
+            f"P(≤ {threshold_min:g} min)": st.column_config.ProgressColumn(
+                min_value=0.0, max_value=1.0, format="percent"
+            ),
+        },
+    )
+    st.caption(
+        "Probability-of-coverage map (Westgate et al. 2013): from the origin, for the departure "
+        "time shown, each zone's chance of being reached within T minutes."
+        + (" Synthetic data." if ctx.synthetic else "")
+    )

@@ -1,0 +1,255 @@
+"""pydeck decks of the dashboard (no Streamlit here: the components draw them).
+
+The layer data and colours come from :mod:`vrvm.dashboard`; this module only puts them
+into deck.gl layers. Without a basemap (the offline default) the zones and boundary
+layers are the whole map.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pydeck as pdk
+from pydeck.bindings.json_tools import default_serialize
+
+from vrvm import dashboard as svc
+
+ZONE_LAYER = "zones"
+TOOLTIP_STYLE = {
+    "backgroundColor": "rgba(30, 30, 30, 0.9)",
+    "color": "white",
+    "fontSize": "13px",
+    "padding": "6px 8px",
+}
+
+# Styling of boundary features by their "kind" (the synthetic city's layers); other
+# GeoJSON files get the defaults.
+_LINE_STYLE = {
+    "river": ([66, 146, 198, 230], 5),
+    "highway": ([120, 120, 120, 220], 3),
+    "bridge": ([60, 60, 60, 255], 6),
+    "arterials": ([170, 170, 170, 110], 1),
+}
+_AREA_STYLE = {
+    "downtown": ([240, 200, 120, 60], [200, 140, 40, 200]),
+    "city_limits": ([0, 0, 0, 0], [110, 110, 110, 160]),
+}
+
+
+def _styled(collection: dict, kind: str) -> dict:
+    features = []
+    for feature in collection["features"]:
+        props = dict(feature.get("properties") or {})
+        feature_kind = props.get("kind", "")
+        if kind == "lines":
+            colour, width = _LINE_STYLE.get(feature_kind, ([110, 110, 110, 180], 2))
+            props.update(_line=colour, _width=width, _fill=[0, 0, 0, 0])
+        elif kind == "areas":
+            fill, line = _AREA_STYLE.get(feature_kind, ([0, 0, 0, 0], [90, 90, 90, 150]))
+            props.update(_line=line, _width=1.5, _fill=fill)
+        else:
+            props.update(_line=[40, 40, 40, 255], _width=1, _fill=[60, 60, 60, 230])
+        features.append({**feature, "properties": props})
+    return {"type": "FeatureCollection", "features": features}
+
+
+def boundary_layers(boundaries: dict | None) -> list[pdk.Layer]:
+    """Non-pickable GeoJSON layers: polygons under the zones, lines and points on top."""
+    layers = []
+    for kind, collection in svc.boundary_layers(boundaries).items():
+        layers.append(
+            pdk.Layer(
+                "GeoJsonLayer",
+                _styled(collection, kind),
+                id=f"boundaries-{kind}",
+                pickable=False,
+                stroked=True,
+                filled=True,
+                get_fill_color="properties._fill",
+                get_line_color="properties._line",
+                get_line_width="properties._width",
+                line_width_units="'pixels'",
+                point_radius_min_pixels=6,
+                get_point_radius=150,
+            )
+        )
+    return layers
+
+
+class CompactDeck(pdk.Deck):
+    """A ``pydeck.Deck`` whose JSON has no indentation.
+
+    ``st.pydeck_chart`` sends ``Deck.to_json()`` to the browser on every rerun;
+    pydeck indents it, which makes a map of a few hundred zones several times larger
+    (and slower to send and parse) than it needs to be.
+    """
+
+    def to_json(self) -> str:
+        return json.dumps(self, sort_keys=True, default=default_serialize, separators=(",", ":"))
+
+
+def _deck(layers, view: svc.ViewState, *, basemap: bool, tooltip, pitch: float = 0) -> pdk.Deck:
+    # map_provider=None with pydeck's default map_style sentinel draws no basemap at all
+    # (map_style=None would make Streamlit fall back to a Carto basemap).
+    kwargs: dict = {"map_provider": None}
+    if basemap:
+        kwargs = {"map_provider": "carto", "map_style": pdk.map_styles.CARTO_LIGHT}
+    return CompactDeck(
+        layers=layers,
+        initial_view_state=pdk.ViewState(
+            latitude=view.latitude, longitude=view.longitude, zoom=view.zoom, pitch=pitch, bearing=0
+        ),
+        tooltip=tooltip,
+        **kwargs,
+    )
+
+
+def zone_deck(
+    area: svc.ServiceArea,
+    state: svc.ODState,
+    *,
+    fill=None,
+    tips=None,
+    basemap: bool = False,
+) -> pdk.Deck:
+    """Clickable zones (layer id ``zones``) with origin A and destination B marked."""
+    data = svc.zone_layer_data(area, state, fill=fill, tips=tips)
+    boundaries = boundary_layers(area.boundaries)
+    areas = [layer for layer in boundaries if layer.id == "boundaries-areas"]
+    overlays = [layer for layer in boundaries if layer.id != "boundaries-areas"]
+    # Hexagons drawn in the browser from their H3 ids: a tenth of the JSON of polygons.
+    zones = pdk.Layer(
+        "H3HexagonLayer",
+        data,
+        id=ZONE_LAYER,
+        get_hexagon="zone",
+        get_fill_color="fill",
+        get_line_color=[90, 90, 90, 110],
+        line_width_min_pixels=1,
+        stroked=True,
+        filled=True,
+        extruded=False,
+        pickable=True,
+        auto_highlight=True,
+        highlight_color=[255, 214, 0, 140],
+    )
+    od_zones = pdk.Layer(
+        "H3HexagonLayer",
+        svc.od_zone_data(state),
+        id="od-zones",
+        get_hexagon="zone",
+        get_line_color="line",
+        line_width_min_pixels=4,
+        stroked=True,
+        filled=False,
+        extruded=False,
+        pickable=False,
+    )
+    markers = svc.marker_data(state)
+    layers = [*areas, zones, *overlays, od_zones]
+    if len(markers):
+        layers.append(
+            pdk.Layer(
+                "ScatterplotLayer",
+                markers,
+                id="od-markers",
+                get_position="[lon, lat]",
+                get_fill_color="color",
+                get_line_color=[255, 255, 255, 255],
+                line_width_min_pixels=2,
+                stroked=True,
+                radius_min_pixels=11,
+                radius_max_pixels=11,
+                pickable=False,
+            )
+        )
+        layers.append(
+            pdk.Layer(
+                "TextLayer",
+                markers,
+                id="od-labels",
+                get_position="[lon, lat]",
+                get_text="name",
+                get_color=[255, 255, 255, 255],
+                get_size=14,
+                font_weight=700,
+                get_text_anchor="'middle'",
+                get_alignment_baseline="'center'",
+                pickable=False,
+            )
+        )
+    tooltip = {"html": "<b>{label}</b><br/>{tip}", "style": TOOLTIP_STYLE}
+    return _deck(layers, area.view, basemap=basemap, tooltip=tooltip)
+
+
+def arc_deck(
+    table: pd.DataFrame,
+    colours,
+    area: svc.ServiceArea,
+    *,
+    basemap: bool = False,
+) -> pdk.Deck:
+    """Relevance-vector trips as arcs from origin to destination."""
+    data = table[
+        [
+            "member",
+            "origin_lat",
+            "origin_lon",
+            "dest_lat",
+            "dest_lon",
+            "hour",
+            "travel_min",
+            "weight",
+            "width",
+        ]
+    ].copy()
+    data["color"] = [list(map(int, c)) for c in colours]
+    data["travel_min"] = data["travel_min"].round(1)
+    data["weight"] = data["weight"].round(4)
+    data["width"] = data["width"].round(3)
+    outline = pdk.Layer(
+        "H3HexagonLayer",
+        area.grid[["zone"]],
+        id="zones-outline",
+        get_hexagon="zone",
+        get_fill_color=[120, 130, 140, 14],
+        get_line_color=[120, 120, 120, 60],
+        line_width_min_pixels=1,
+        stroked=True,
+        filled=True,
+        extruded=False,
+        pickable=False,
+    )
+    arcs = pdk.Layer(
+        "ArcLayer",
+        data,
+        id="relevance-arcs",
+        get_source_position="[origin_lon, origin_lat]",
+        get_target_position="[dest_lon, dest_lat]",
+        get_source_color="color",
+        get_target_color="color",
+        get_width=1.5,
+        get_height=0.15,
+        width_min_pixels=1,
+        pickable=True,
+        auto_highlight=True,
+    )
+    ends = pdk.Layer(
+        "ScatterplotLayer",
+        data,
+        id="relevance-origins",
+        get_position="[origin_lon, origin_lat]",
+        get_fill_color="color",
+        radius_min_pixels=2,
+        radius_max_pixels=4,
+        pickable=False,
+    )
+    tooltip = {
+        "html": "<b>member {member}</b>, departs {hour}:00<br/>{travel_min} min observed"
+        "<br/>|weight| {weight}, kernel width {width}",
+        "style": TOOLTIP_STYLE,
+    }
+    layers = [outline, *boundary_layers(area.boundaries), arcs, ends]
+    # a tilted view, so that arcs rise off the map instead of overlapping as lines
+    return _deck(layers, area.view, basemap=basemap, tooltip=tooltip, pitch=35)

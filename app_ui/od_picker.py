@@ -1,0 +1,188 @@
+"""Origin and destination: the clickable zone map, searchable lists, typed coordinates.
+
+State keys (all prefixed with the component's ``key``):
+
+``{key}``            the :class:`vrvm.dashboard.ODState`
+``{key}_map``        the pydeck chart (its selection state, set by Streamlit)
+``{key}_origin``     origin selectbox; ``{key}_dest`` destination selectbox
+``{key}_typed_o``, ``{key}_typed_d``  typed "lat, lon" text inputs
+``{key}_error``      the last message about typed coordinates
+
+Map clicks and list choices go through :mod:`vrvm.dashboard` (``apply_map_selection``,
+``place_from_label``, ``place_from_latlon``), so the page works without a mouse and the
+same code handles a real click and a test's injected selection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from app_ui import maps
+from vrvm import dashboard as svc
+
+
+def get_state(key: str) -> svc.ODState:
+    return st.session_state.get(key) or svc.ODState()
+
+
+def set_state(key: str, state: svc.ODState) -> None:
+    st.session_state[key] = state
+
+
+def handle_map_event(key: str, area: svc.ServiceArea, *, mode: str = "od") -> svc.ODState:
+    """Apply the map's current selection (a click) to the state; call before drawing.
+
+    ``mode="od"``: clicks alternate origin, destination; ``"origin"``: a click sets the
+    origin (coverage map).
+    """
+    selection = st.session_state.get(f"{key}_map")
+    state = svc.apply_map_selection(get_state(key), selection, area, mode=mode)
+    set_state(key, state)
+    return state
+
+
+def _select(key: str, which: str, area: svc.ServiceArea) -> None:
+    label = st.session_state.get(f"{key}_{which}")
+    state = get_state(key)
+    place = None if label is None else svc.place_from_label(area, label)
+    set_state(key, replace(state, **{which: place}))
+
+
+def _swap(key: str) -> None:
+    set_state(key, get_state(key).swapped())
+
+
+def _clear(key: str) -> None:
+    set_state(key, get_state(key).cleared())
+
+
+def _apply_typed(key: str, area: svc.ServiceArea) -> None:
+    state = get_state(key)
+    places = {}
+    try:
+        for which, field in (("origin", "typed_o"), ("dest", "typed_d")):
+            text = (st.session_state.get(f"{key}_{field}") or "").strip()
+            if text:
+                places[which] = svc.place_from_latlon(area, *svc.parse_latlon(text))
+    except ValueError as exc:
+        st.session_state[f"{key}_error"] = str(exc)
+        return
+    st.session_state[f"{key}_error"] = None
+    set_state(key, replace(state, **places))
+
+
+def _sync_lists(key: str, state: svc.ODState, area: svc.ServiceArea) -> None:
+    """Show the current places in the lists (a map click changes them too)."""
+    index = area.zone_index
+    for which, place in (("origin", state.origin), ("dest", state.dest)):
+        label = None
+        if place is not None and place.zone in index:
+            label = area.grid["label"].iloc[index[place.zone]]
+        st.session_state[f"{key}_{which}"] = label
+
+
+def show_controls(key: str, area: svc.ServiceArea, *, mode: str = "od") -> svc.ODState:
+    """The list, swap/clear and typed-coordinate controls; returns the state."""
+    state = get_state(key)
+    _sync_lists(key, state, area)
+    labels = area.labels
+    st.selectbox(
+        "Origin (A)",
+        labels,
+        index=None,
+        key=f"{key}_origin",
+        placeholder="Click the map or type to search a zone",
+        on_change=_select,
+        args=(key, "origin", area),
+    )
+    if mode == "od":
+        st.selectbox(
+            "Destination (B)",
+            labels,
+            index=None,
+            key=f"{key}_dest",
+            placeholder="Click the map or type to search a zone",
+            on_change=_select,
+            args=(key, "dest", area),
+        )
+        left, right = st.columns(2)
+        left.button(
+            "Swap",
+            icon=":material/swap_vert:",
+            key=f"{key}_swap",
+            on_click=_swap,
+            args=(key,),
+            width="stretch",
+        )
+        right.button(
+            "Clear",
+            icon=":material/close:",
+            key=f"{key}_clear",
+            on_click=_clear,
+            args=(key,),
+            width="stretch",
+        )
+    with st.expander("Type coordinates instead"):
+        with st.form(f"{key}_typed_form", border=False):
+            st.text_input("Origin (lat, lon)", key=f"{key}_typed_o", placeholder="-39.98, -30.01")
+            if mode == "od":
+                st.text_input(
+                    "Destination (lat, lon)", key=f"{key}_typed_d", placeholder="-40.03, -29.95"
+                )
+            st.form_submit_button("Use these coordinates", on_click=_apply_typed, args=(key, area))
+        if st.session_state.get(f"{key}_error"):
+            st.error(st.session_state[f"{key}_error"])
+    state = get_state(key)
+    for place, name in (
+        (state.origin, "Origin"),
+        (state.dest if mode == "od" else None, "Destination"),
+    ):
+        if place is not None and place.kind == "point":
+            st.caption(f"{name}: {place.label}")
+    return state
+
+
+def legend_html(mode: str) -> str:
+    """Colour key of the origin and destination markers."""
+
+    def swatch(colour: tuple[int, int, int], text: str) -> str:
+        r, g, b = colour
+        return (
+            f"<span style='display:inline-block;width:14px;height:14px;border-radius:50%;"
+            f"background:rgb({r},{g},{b});vertical-align:middle;margin:0 6px 0 12px'></span>"
+            f"{text}"
+        )
+
+    parts = [swatch(svc.ORIGIN_RGB, "A · origin")]
+    if mode == "od":
+        parts.append(swatch(svc.DEST_RGB, "B · destination"))
+    return "<div style='font-size:0.9rem'>" + "".join(parts) + "</div>"
+
+
+def show_map(
+    key: str,
+    area: svc.ServiceArea,
+    *,
+    fill=None,
+    tips=None,
+    basemap: bool = False,
+    height: int = 560,
+    mode: str = "od",
+) -> None:
+    """The clickable zone map (a click reruns the page; see ``handle_map_event``).
+
+    ``mode="origin"`` (coverage map) marks only the origin.
+    """
+    state = get_state(key)
+    if mode != "od":
+        state = replace(state, dest=None)
+    deck = maps.zone_deck(area, state, fill=fill, tips=tips, basemap=basemap)
+    st.pydeck_chart(
+        deck,
+        on_select="rerun",
+        selection_mode="single-object",
+        key=f"{key}_map",
+        height=height,
+    )

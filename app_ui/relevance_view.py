@@ -1,0 +1,99 @@
+"""Relevance vectors: the training trips the ensemble kept, as arcs, curves and a table.
+
+State keys: ``{key}_members``, ``{key}_hours``, ``{key}_color``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_ui import charts, maps
+from app_ui.context import ModelContext, basemap_enabled
+from app_ui.coverage_view import legend_html
+from vrvm import dashboard as svc
+
+COLOR_LABELS = {"weight": "|weight|", "width": "kernel width"}
+
+
+def show(key: str, ctx: ModelContext) -> None:
+    table = svc.relevance_table(ctx.model)
+    n_members = len(ctx.model.members_)
+    controls = st.columns([3, 3, 2])
+    members = controls[0].multiselect(
+        "Ensemble members",
+        list(range(n_members)),
+        default=list(range(n_members)),
+        key=f"{key}_members",
+        format_func=lambda m: f"member {m}",
+    )
+    hours = controls[1].slider("Departure hour", 0, 23, (0, 23), key=f"{key}_hours")
+    colour_by = controls[2].segmented_control(
+        "Colour arcs by",
+        list(COLOR_LABELS),
+        format_func=COLOR_LABELS.get,
+        default="weight",
+        key=f"{key}_color",
+        required=True,
+    )
+    chosen = svc.filter_relevance(table, members=members, hours=hours)
+    colours, legend = svc.relevance_colors(chosen, by=colour_by or "weight")
+
+    stats = st.columns(4)
+    stats[0].metric(
+        "Relevance vectors shown",
+        f"{len(chosen):,}",
+        f"of {len(table):,}",
+        delta_color="off",
+        delta_arrow="off",
+    )
+    stats[1].metric("Members", n_members)
+    stats[2].metric("Kernel widths", ", ".join(f"{w:.3g}" for w in ctx.model.kernel_widths_))
+    members_frame = svc.member_table(ctx.model)
+    if ctx.model.target == "log":
+        stats[3].metric(
+            "Noise (median member)",
+            f"±{members_frame['noise_pct'].median():.0f} %",
+            help=svc.noise_sentence(ctx.model),
+        )
+    else:
+        stats[3].metric("Noise (median member)", f"{members_frame['noise_std'].median():.0f} s")
+    st.caption(svc.noise_sentence(ctx.model))
+
+    st.pydeck_chart(
+        maps.arc_deck(chosen, colours, ctx.area, basemap=basemap_enabled()),
+        key=f"{key}_map",
+        height=520,
+    )
+    st.markdown(
+        legend_html(legend, f"Arc colour: {COLOR_LABELS[colour_by or 'weight']}"),
+        unsafe_allow_html=True,
+    )
+    st.caption(
+        "Each arc is a training trip that became a relevance vector: its kernel columns kept "
+        "a non-zero weight. |weight| sums the absolute posterior mean weights of the trip's "
+        "columns (log-seconds); the width is that of its strongest column."
+        + (" Synthetic data." if ctx.synthetic else "")
+    )
+
+    left, right = st.columns([3, 2])
+    with left:
+        st.plotly_chart(
+            charts.elbo_figure(svc.elbo_curves(ctx.model)), key=f"{key}_elbo", width="stretch"
+        )
+    with right:
+        st.markdown("**Members**")
+        st.dataframe(
+            members_frame.round(3), hide_index=True, key=f"{key}_members_table", width="stretch"
+        )
+
+    st.markdown("**Relevance-vector trips**")
+    shown = chosen.drop(columns=["travel_time_s"]).copy()
+    shown["start_time"] = shown["start_time"].astype(str)
+    st.dataframe(shown.round(4), hide_index=True, height=300, key=f"{key}_table", width="stretch")
+    st.download_button(
+        "Download CSV",
+        chosen.to_csv(index=False).encode("utf-8"),
+        file_name=f"relevance_vectors_v{ctx.version}.csv",
+        mime="text/csv",
+        key=f"{key}_csv",
+    )
