@@ -244,11 +244,30 @@ def test_featurizer_optional_time_features():
 
 def test_init_only_stores_parameters():
     feat = TripFeaturizer(time_of_day="yes", tz="Not/AZone")  # type: ignore[arg-type]
-    assert feat.get_params() == {"time_of_day": "yes", "day_of_week": True, "tz": "Not/AZone"}
+    assert feat.get_params() == {
+        "time_of_day": "yes",
+        "day_of_week": True,
+        "tz": "Not/AZone",
+        "distance": "km",
+    }
     with pytest.raises(ValueError, match="time_of_day"):
         feat.fit(make_trips(10))
     with pytest.raises(ValueError, match="Not/AZone"):
         TripFeaturizer(tz="Not/AZone").fit(make_trips(10))
+    with pytest.raises(ValueError, match="distance"):
+        TripFeaturizer(distance="miles").fit(make_trips(10))
+
+
+def test_log1p_distance_column():
+    trips = make_trips(50)
+    km = TripFeaturizer(tz="UTC").fit(trips)
+    log = TripFeaturizer(tz="UTC", distance="log1p").fit(trips)
+    raw = np.log1p(raw_distance_km(trips))
+    _, d = log.transform(trips)
+    np.testing.assert_allclose(d, (raw - raw.mean()) / raw.std(), rtol=1e-10)
+    np.testing.assert_array_equal(km.transform(trips)[0], log.transform(trips)[0])
+    same = TripFeaturizer.from_dict(log.to_dict())
+    np.testing.assert_array_equal(same.transform(trips)[1], d)
 
 
 # -------------------------------------------------------------- local time

@@ -344,6 +344,11 @@ class TripFeaturizer(BaseEstimator):
         If None, the zone of ``start_time`` at ``fit`` is used, and naive times are
         rejected. Naive times are otherwise read as local wall-clock times in this
         zone.
+    distance : {"km", "log1p"}, default="km"
+        The linear column before standardisation: the great-circle distance in km, or
+        log(1 + km). For a model of log travel time the latter is the natural linear
+        term (log t ~ a + b log d, a power law in distance) and does not extrapolate
+        absurdly for long trips.
 
     Attributes
     ----------
@@ -406,10 +411,12 @@ class TripFeaturizer(BaseEstimator):
         time_of_day: bool = True,
         day_of_week: bool = True,
         tz: str | _dt.tzinfo | None = None,
+        distance: str = "km",
     ) -> None:
         self.time_of_day = time_of_day
         self.day_of_week = day_of_week
         self.tz = tz
+        self.distance = distance
 
     # ------------------------------------------------------------------ fitting
     def _check_params(self) -> None:
@@ -417,6 +424,8 @@ class TripFeaturizer(BaseEstimator):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {value!r}")
+        if self.distance not in ("km", "log1p"):
+            raise ValueError(f"distance must be 'km' or 'log1p', got {self.distance!r}")
         if self.tz is not None:
             _tz_name(self.tz)  # raises with a clear message if unusable
 
@@ -499,6 +508,8 @@ class TripFeaturizer(BaseEstimator):
         distance = haversine_km(
             coords["origin_lat"], coords["origin_lon"], coords["dest_lat"], coords["dest_lon"]
         )
+        if self.distance == "log1p":
+            distance = np.log1p(distance)
         return raw, distance
 
     # ---------------------------------------------------------------- transform
@@ -548,6 +559,7 @@ class TripFeaturizer(BaseEstimator):
                 "time_of_day": bool(self.time_of_day),
                 "day_of_week": bool(self.day_of_week),
                 "tz": None if self.tz is None else _tz_name(self.tz),
+                "distance": self.distance,
             },
             "tz": self.tz_,
             "center": [self.projection_.lat0, self.projection_.lon0],
