@@ -420,13 +420,13 @@ def test_update_a_model_directory_and_a_store(workdir, tmp_path):
     store = ModelStore(tmp_path / "store")
     store.add(lambda path: TravelTimeModel.load(root / "model").save(path), info={"kind": "train"})
     status, out, err = run(
-        "update", str(tmp_path / "store"), str(tmp_path / "new.csv"), "--assign", "shard"
+        "update", str(tmp_path / "store"), str(tmp_path / "new.csv"), "--assign", "all"
     )
     assert status == 0, err
     assert store.active_version() == 2
     info = store.versions()[-1].info
     assert info["kind"] == "update" and info["parent"] == 1
-    assert info["data"]["n_trips"] == 300 and info["assign"] == "shard"
+    assert info["data"]["n_trips"] == 300 and info["assign"] == "all"
     # bad forgetting is a usage error
     status, _, err = run(
         "update", str(root / "model"), str(tmp_path / "new.csv"), "--forgetting", "1.5"

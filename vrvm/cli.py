@@ -830,9 +830,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     update.add_argument(
         "--assign",
-        choices=("all", "shard"),
-        default="all",
-        help="every member learns every trip (all, default) or trips are dealt in turn",
+        choices=("shard", "all"),
+        default="shard",
+        help="trips are dealt to the members in turn (shard, default, as in training) or "
+        "every member learns every trip (all)",
     )
     update.set_defaults(handler=_cmd_update)
 
