@@ -62,6 +62,7 @@ _PARAMETER_CONSTRAINTS = {
     "alpha_max": (real(0, strict=True), "a number > 0"),
     "chunk_size": (integer(1, allow_none=True), "None or an integer >= 1"),
     "selection_size": (integer(10), "an integer >= 10"),
+    "selection_max_basis": (integer(1), "an integer >= 1"),
     "cv_folds": (integer(2), "an integer >= 2"),
     "n_jobs": (lambda v: integer(allow_none=True)(v) and v != 0, "None or a non-zero integer"),
     "random_state": SEED,
@@ -241,6 +242,10 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         Rows per chunk when accumulating Phi^T Phi (default: a 64 MiB block).
     selection_size : int, default=2000
         Rows used for automatic width selection.
+    selection_max_basis : int, default=500
+        Kernel centres (at most ``max_basis``) of the candidate models scored during
+        width selection: enough to judge a length scale, and 2-4x cheaper than the
+        final model's basis.
     cv_folds : int, default=5
         Folds for ``width_selection="cv"``.
     n_jobs : int or None, default=None
@@ -346,6 +351,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         alpha_max: float = 1e12,
         chunk_size: int | None = None,
         selection_size: int = 2000,
+        selection_max_basis: int = 500,
         cv_folds: int = 5,
         n_jobs: int | None = None,
         random_state=None,
@@ -366,6 +372,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         self.alpha_max = alpha_max
         self.chunk_size = chunk_size
         self.selection_size = selection_size
+        self.selection_max_basis = selection_max_basis
         self.cv_folds = cv_folds
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -426,10 +433,10 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         # lambda_scaled = lambda * s^2 ~ Gam(e0, f0 / s^2): the same model on y / s
         return Priors(a0=self.a0, b0=self.b0, e0=self.e0, f0=self.f0 / y_scale**2)
 
-    def _core_fit(self, X, y, linear, widths, rng) -> _CoreFit:
+    def _core_fit(self, X, y, linear, widths, rng, max_basis=None) -> _CoreFit:
         y_scale = float(np.std(y))
         priors = self._priors(y_scale)
-        centre_rows = choose_centres(X, self.max_basis, rng)
+        centre_rows = choose_centres(X, max_basis or self.max_basis, rng)
         spec = BasisSpec(
             centres=X[centre_rows],
             widths=np.asarray(widths, dtype=np.float64),
@@ -460,6 +467,8 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             rows = np.sort(rng.choice(n, size=self.selection_size, replace=False))
         Xs, ys = X[rows], y[rows]
         ls = None if linear is None else linear[rows]
+        # the grid follows the spacing of the final model's centres; the candidate
+        # models are scored with at most selection_max_basis of them (cheaper)
         centres = Xs[choose_centres(Xs, self.max_basis, rng)]
         candidates = width_grid(centres, self.n_widths, rng)
         seeds = rng.integers(2**31 - 1, size=len(candidates))
@@ -481,19 +490,31 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             if fit is not None:
                 fits[key] = fit
         best = max(scores, key=scores.get)
-        reuse = fits.get(best) if rows.size == n else None
+        # the selection fit is the final model when it saw every row with the same centres
+        same_basis = min(n, self._selection_basis()) == min(n, self.max_basis)
+        reuse = fits.get(best) if rows.size == n and same_basis else None
         return np.array(best), scores, reuse
+
+    def _selection_basis(self) -> int:
+        return min(self.max_basis, self.selection_max_basis)
 
     def _score_widths(self, Xs, ys, ls, widths, seed):
         """Score one candidate width set: (log evidence, fit) or (CV log density, None)."""
         rng = np.random.default_rng(seed)
         if self.width_selection == "evidence":
-            fit = self._core_fit(Xs, ys, ls, widths, rng)
+            fit = self._core_fit(Xs, ys, ls, widths, rng, self._selection_basis())
             return fit.log_evidence, fit
         folds = KFold(self.cv_folds, shuffle=True, random_state=int(rng.integers(2**31)))
         total = 0.0
         for tr, te in folds.split(Xs):
-            fit = self._core_fit(Xs[tr], ys[tr], None if ls is None else ls[tr], widths, rng)
+            fit = self._core_fit(
+                Xs[tr],
+                ys[tr],
+                None if ls is None else ls[tr],
+                widths,
+                rng,
+                self._selection_basis(),
+            )
             pred = fit.predictor()
             loc, scale = pred.loc_scale(Xs[te], None if ls is None else ls[te])
             total += float(np.sum(pred.dist(loc, scale).logpdf(ys[te])))
