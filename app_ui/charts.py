@@ -226,14 +226,24 @@ def elbo_figure(curves: pd.DataFrame) -> go.Figure:
     )
 
 
+# colours of the models compared on the retrain page (colour-blind safe, Okabe-Ito)
+_SERIES_COLOURS = [MIXTURE, DEST, "#009e73", "#cc79a7"]
+
+
+def _reference_line(top: float, name: str) -> go.Scatter:
+    """The dashed diagonal from (0, 0) to (top, top) that a perfect model follows."""
+    return go.Scatter(
+        x=[0, top], y=[0, top], mode="lines", line={"color": "#888", "dash": "dash"}, name=name
+    )
+
+
 def predicted_vs_observed_figure(
     frames: dict[str, pd.DataFrame], *, level: float = 0.8
 ) -> go.Figure:
     """Observed vs predicted median with central intervals, per model."""
     fig = go.Figure()
-    colours = [MIXTURE, DEST, "#009e73", "#cc79a7"]
     top = 0.0
-    for (name, frame), colour in zip(frames.items(), colours, strict=False):
+    for (name, frame), colour in zip(frames.items(), _SERIES_COLOURS, strict=False):
         top = max(top, float(frame["observed_min"].max()), float(frame["upper_min"].max()))
         fig.add_trace(
             go.Scatter(
@@ -253,15 +263,7 @@ def predicted_vs_observed_figure(
                 name=f"{name}: median and {100 * level:g} % interval",
             )
         )
-    fig.add_trace(
-        go.Scatter(
-            x=[0, top],
-            y=[0, top],
-            mode="lines",
-            line={"color": "#888", "dash": "dash"},
-            name="perfect",
-        )
-    )
+    fig.add_trace(_reference_line(top, "perfect"))
     fig.update_layout(hovermode="closest")
     return _layout(
         fig,
@@ -276,8 +278,7 @@ def predicted_vs_observed_figure(
 def calibration_figure(curves: dict[str, pd.DataFrame]) -> go.Figure:
     """Observed vs nominal coverage of central intervals (the diagonal is calibrated)."""
     fig = go.Figure()
-    colours = [MIXTURE, DEST, "#009e73", "#cc79a7"]
-    for (name, frame), colour in zip(curves.items(), colours, strict=False):
+    for (name, frame), colour in zip(curves.items(), _SERIES_COLOURS, strict=False):
         fig.add_trace(
             go.Scatter(
                 x=frame["nominal"],
@@ -287,15 +288,7 @@ def calibration_figure(curves: dict[str, pd.DataFrame]) -> go.Figure:
                 name=name,
             )
         )
-    fig.add_trace(
-        go.Scatter(
-            x=[0, 1],
-            y=[0, 1],
-            mode="lines",
-            line={"color": "#888", "dash": "dash"},
-            name="calibrated",
-        )
-    )
+    fig.add_trace(_reference_line(1, "calibrated"))
     fig.update_xaxes(range=[0, 1], tickformat=".0%")
     fig.update_yaxes(range=[0, 1], tickformat=".0%")
     fig.update_layout(hovermode="closest")
@@ -312,8 +305,7 @@ def calibration_figure(curves: dict[str, pd.DataFrame]) -> go.Figure:
 def pit_figure(pits: dict[str, pd.DataFrame]) -> go.Figure:
     """PIT histograms (flat at 1 when calibrated)."""
     fig = go.Figure()
-    colours = [MIXTURE, DEST, "#009e73", "#cc79a7"]
-    for (name, frame), colour in zip(pits.items(), colours, strict=False):
+    for (name, frame), colour in zip(pits.items(), _SERIES_COLOURS, strict=False):
         fig.add_trace(
             go.Bar(
                 x=frame["bin_mid"], y=frame["density"], name=name, marker_color=colour, opacity=0.75
