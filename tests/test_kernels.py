@@ -19,6 +19,23 @@ def test_stacked_and_summed_columns_match_the_definition():
     np.testing.assert_allclose(summed, expect, rtol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "widths",
+    [[1.0, 2.0], [0.5, 1.0, 2.0, 4.0], [2.0, 2.0**0.5], [4.0, 1.0], [1.0, 3.0, 6.0, 0.25]],
+)
+@pytest.mark.parametrize("mode", ["stacked", "summed"])
+def test_kernels_by_repeated_squaring_equal_the_exponentials(widths, mode):
+    # widths 2^(j/2) apart reuse the wider kernel (j squarings); others call exp
+    rng = np.random.default_rng(3)
+    X, C = rng.normal(size=(40, 3)), rng.normal(size=(7, 3))
+    widths = np.array(widths)
+    sq = ((X[:, None, :] - C[None, :, :]) ** 2).sum(-1)
+    kernels = [np.exp(-sq / w**2) for w in widths]
+    expect = np.hstack(kernels) if mode == "stacked" else sum(kernels)
+    got = BasisSpec(centres=C, widths=widths, mode=mode).design(X, None)[:, 1:]
+    np.testing.assert_allclose(got, expect, rtol=1e-13, atol=1e-300)
+
+
 def test_design_subset_of_columns_and_column_metadata():
     rng = np.random.default_rng(1)
     X, C = rng.normal(size=(5, 2)), rng.normal(size=(3, 2))

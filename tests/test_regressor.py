@@ -177,6 +177,8 @@ def test_bad_input_raises_clear_value_error(X, y, message):
         ({"e0": 0.0}, "e0"),
         ({"a0": -1.0}, "a0"),
         ({"solver": "slow"}, "solver"),
+        ({"span_tol": 2.0}, "span_tol"),
+        ({"span_tol": -1e-6}, "span_tol"),
         ({"random_state": "x"}, "random_state"),
     ],
 )

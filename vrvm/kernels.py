@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg.blas import dsyrk
-from scipy.spatial.distance import pdist
+from scipy.spatial.distance import cdist, pdist
 
 __all__ = [
     "BasisSpec",
@@ -172,31 +172,37 @@ class BasisSpec:
                 out[:, plan.kern] = acc
         return out
 
-    def _full_design(self, X: np.ndarray, linear: np.ndarray | None) -> np.ndarray:
-        """All columns: each width's kernel columns form one contiguous block, so the
-        exponentials are written in place (no gather or scatter of the n x M block)."""
+    def _full_design(
+        self, X: np.ndarray, linear: np.ndarray | None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """All columns, written into ``out`` (shape (n, M) or wider; allocated if None).
+
+        Each width's kernel columns form one contiguous block, so the exponentials are
+        written in place (no gather or scatter of the n x M block). Squared distances
+        come from :func:`scipy.spatial.distance.cdist` (exact differences, no BLAS call
+        with a 6-wide inner dimension), and see :func:`_gaussian_kernels` for the
+        exponentials.
+        """
         n, head, m = X.shape[0], 1 + self.n_linear, self.n_centres
-        out = np.empty((n, self.n_columns), dtype=np.float64)
+        if out is None:
+            out = np.empty((n, self.n_columns), dtype=np.float64)
         out[:, 0] = 1.0
         if self.n_linear:
             out[:, 1:head] = linear
-        sq = X @ self.centres.T  # ||x - c||^2 = ||x||^2 + ||c||^2 - 2 x.c, in place
-        sq *= -2.0
-        sq += np.einsum("ij,ij->i", X, X)[:, None]
-        sq += self._centre_sq[None, :]
-        np.maximum(sq, 0.0, out=sq)
+        sq = cdist(X, self.centres, "sqeuclidean")
         if self.mode == "stacked":
-            for k, width in enumerate(self.widths):
-                block = out[:, head + k * m : head + (k + 1) * m]
-                np.multiply(sq, -1.0 / width**2, out=block)
-                np.exp(block, out=block)
+            blocks = [out[:, head + k * m : head + (k + 1) * m] for k in range(self.widths.size)]
+            _gaussian_kernels(sq, self.widths, blocks)
         else:
-            block = out[:, head:]
-            block[:] = 0.0
-            tmp = np.empty_like(sq)
-            for width in self.widths:
-                np.multiply(sq, -1.0 / width**2, out=tmp)
-                block += np.exp(tmp, out=tmp)
+            block = out[:, head : head + m]
+            if self.widths.size == 1:
+                _gaussian_kernels(sq, self.widths, [block])
+            else:
+                tmp = [np.empty_like(sq) for _ in self.widths]
+                _gaussian_kernels(sq, self.widths, tmp)
+                np.add(tmp[0], tmp[1], out=block)
+                for extra in tmp[2:]:
+                    block += extra
         return out
 
     def _plan(self, columns: np.ndarray) -> _DesignPlan:
@@ -231,6 +237,34 @@ class BasisSpec:
                 cache.clear()
             cache[key] = plan
         return plan
+
+
+def _gaussian_kernels(sq: np.ndarray, widths: np.ndarray, outs: list[np.ndarray]) -> None:
+    """Write exp(-sq / l^2) for every width l into the matching array of ``outs``.
+
+    Widest first. When a width is the previous one divided by 2^(j/2), j = 1..4 (the
+    automatic grid l_min * 2^k always is: j = 2), its kernel is the previous kernel
+    raised to the power 2^j, i.e. j squarings, since exp(-sq / l^2)^(r^2) =
+    exp(-sq / (l / r)^2). A multiplication is cheaper than an exponential; the relative
+    rounding error grows at most 2^j-fold (a few ulp).
+    """
+    order = np.argsort(widths)[::-1]
+    previous = None
+    for k in order:
+        block = outs[k]
+        j = None
+        if previous is not None:
+            power = float(np.log2((widths[previous] / widths[k]) ** 2))
+            if 0.5 < power < 4.5 and abs(power - round(power)) < 1e-9:
+                j = round(power)
+        if j is None:
+            np.multiply(sq, -1.0 / widths[k] ** 2, out=block)
+            np.exp(block, out=block)
+        else:
+            np.multiply(outs[previous], outs[previous], out=block)
+            for _ in range(j - 1):
+                np.multiply(block, block, out=block)
+        previous = k
 
 
 @dataclass(frozen=True)
@@ -273,18 +307,26 @@ def sufficient_statistics(
     True
     """
     M = spec.n_columns
-    chunk = chunk_size or default_chunk_size(M)
-    G = np.zeros((M, M), dtype=np.float64, order="F")
-    h = np.zeros(M, dtype=np.float64)
+    chunk = min(chunk_size or default_chunk_size(M + 1), X.shape[0])
+    # [Phi, y]^T [Phi, y] = [[G, h], [h^T, y^T y]]: one dsyrk per chunk gives G and h
+    # (the target rides along as column M of the chunk buffer, which is reused)
+    G = np.zeros((M + 1, M + 1), dtype=np.float64, order="F")
+    buffer = np.empty((chunk, M + 1), dtype=np.float64)
     for start in range(0, X.shape[0], chunk):
         stop = min(start + chunk, X.shape[0])
+        block = buffer[: stop - start]
         lin = None if linear is None else linear[start:stop]
-        phi = spec.design(X[start:stop], lin)
-        # Phi^T Phi via syrk on the C-ordered block seen as its transpose (upper triangle)
-        G = dsyrk(1.0, phi.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
-        h += phi.T @ y[start:stop]
-    G = np.triu(G) + np.triu(G, 1).T
-    return SufficientStatistics(G=np.ascontiguousarray(G), h=h, yy=float(y @ y), n=X.shape[0])
+        spec._full_design(X[start:stop], lin, out=block)
+        block[:, M] = y[start:stop]
+        # syrk on the C-ordered block seen as its transpose updates the upper triangle
+        G = dsyrk(1.0, block.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
+    h = G[:M, M].copy()
+    G = G[:M, :M]
+    # the strict lower triangle is still zero: G + G^T has the right off-diagonal
+    # entries and twice the diagonal
+    full = np.add(G, G.T, order="C")
+    full.flat[:: M + 1] *= 0.5
+    return SufficientStatistics(G=full, h=h, yy=float(y @ y), n=X.shape[0])
 
 
 def choose_centres(X: np.ndarray, max_basis: int, random_state=None) -> np.ndarray:

@@ -18,11 +18,9 @@ wires together the building blocks of the package:
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,8 +29,8 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import ThreadpoolController
 
+from vrvm._blas import single_threaded_blas
 from vrvm._validation import SEED, check_params, integer, one_of
 from vrvm.features import TripFeaturizer
 from vrvm.metrics import DEFAULT_LEVELS, evaluate_distribution
@@ -234,42 +232,6 @@ class _Seeds:
 # Query rows per block in predict_dist: small enough for a block of the design matrix
 # (rows x relevance vectors) to stay in cache, large enough for efficient BLAS calls.
 _PREDICT_CHUNK = 1024
-
-
-@functools.cache
-def _blas_controller() -> ThreadpoolController:
-    return ThreadpoolController()  # inspecting the loaded libraries takes ~10 ms: once
-
-
-_blas_lock = threading.Lock()
-_blas_users = 0  # predictions currently inside _single_threaded_blas
-_blas_limiter = None  # the active threadpoolctl limit, restored by the last user
-
-
-@contextlib.contextmanager
-def _single_threaded_blas():
-    """Run BLAS on one thread inside the block (for the small products of prediction).
-
-    A block of 1024 queries times ~100 relevance vectors is too small for BLAS threads
-    to pay off: their spin-waiting competes with the element-wise work between calls,
-    and measured prediction ran 5-7 times slower with two BLAS threads than with one.
-    The limit is process-wide, so concurrent predictions (a dashboard serving several
-    sessions) share one limit, set by the first to enter and lifted by the last to
-    leave.
-    """
-    global _blas_users, _blas_limiter
-    with _blas_lock:
-        if _blas_users == 0:
-            _blas_limiter = _blas_controller().limit(limits=1, user_api="blas")
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                _blas_limiter.restore_original_limits()
-                _blas_limiter = None
 
 
 def _round_for_json(value: float) -> float | None:
@@ -716,7 +678,7 @@ class TravelTimeModel(BaseEstimator):
         predictives = self._predictives()
         loc = np.empty((len(predictives), X.shape[0]))
         scale = np.empty_like(loc)
-        with _single_threaded_blas():
+        with single_threaded_blas():
             for start in range(0, X.shape[0], _PREDICT_CHUNK):
                 rows = slice(start, start + _PREDICT_CHUNK)
                 for m, member in enumerate(predictives):

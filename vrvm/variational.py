@@ -46,8 +46,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg.blas import dger
 from scipy.special import gammaln, psi
 
+from vrvm._blas import single_threaded_blas
 from vrvm.kernels import SufficientStatistics
 
 __all__ = [
@@ -365,6 +367,7 @@ class _RankOneState:
 
     def __init__(self, stats: SufficientStatistics, active: np.ndarray, alpha: np.ndarray):
         self.stats = stats
+        self.diag_g = np.diag(stats.G).copy()
         self.active = np.asarray(active, dtype=np.intp)
         self.alpha = np.asarray(alpha, dtype=np.float64)
         self.refresh()
@@ -380,15 +383,13 @@ class _RankOneState:
             self._rows = np.empty((max(2 * k, 16), self.stats.h.size))
         self._rows[:k] = self.stats.G[self.active]
         g_a = self.g_active
-        post = weight_posterior(g_a[:, self.active], self.stats.h[self.active], self.alpha)
-        linv = linalg.solve_triangular(
-            post.chol, np.eye(self.active.size), lower=True, check_finite=False
-        )
+        chol, _ = _cholesky(g_a[:, self.active] + np.diag(self.alpha))
+        linv = linalg.solve_triangular(chol, np.eye(k), lower=True, check_finite=False)
         self.V = linv.T @ linv  # from the Cholesky factor, used as the update's starting point
-        self.mu = post.mean
-        self.logdet_v = post.logdet_v
-        b = linv @ g_a
-        self.S = np.diag(self.stats.G) - np.einsum("ij,ij->j", b, b)
+        self.mu = linalg.cho_solve((chol, True), self.stats.h[self.active], check_finite=False)
+        self.logdet_v = -2.0 * float(np.sum(np.log(np.diag(chol))))
+        b = linv @ g_a  # L^-1 G[a, :]
+        self.S = self.diag_g - np.einsum("ij,ij->j", b, b)
         self.Q = self.stats.h - self.mu @ g_a
 
     def posterior(self) -> WeightPosterior:
@@ -405,7 +406,8 @@ class _RankOneState:
         mu_i = self.mu[pos]
         proj = v_i @ self.g_active  # v_i^T g_m for every candidate m
         self.logdet_v += np.log(ratio)
-        self.V -= kappa * np.outer(v_i, v_i)
+        # V is symmetric, so its C-ordered buffer read as Fortran order is V again
+        self.V = dger(-kappa, v_i, v_i, a=self.V.T, overwrite_a=1).T
         self.mu -= kappa * mu_i * v_i
         self.S += kappa * proj**2
         self.Q += kappa * mu_i * proj
@@ -434,6 +436,10 @@ class _RankOneState:
         self.alpha = np.append(self.alpha, new_alpha)
 
     def delete(self, pos: int) -> None:
+        if not self.V[pos, pos] > 0:
+            # V is positive definite; a non-positive diagonal is round-off drift of the
+            # rank-one updates (nearly collinear columns): refactorise before deleting
+            self.refresh()
         v_j = self.V[:, pos].copy()
         v_jj, mu_j = v_j[pos], self.mu[pos]
         proj = v_j @ self.g_active
@@ -451,16 +457,33 @@ class _RankOneState:
         """s_k, q_k without function k: s = alpha S / (alpha - S), q = alpha Q / (alpha - S)."""
         # S_m is a Schur complement (>= 0, and < alpha_m for active m); rank-one updates
         # can leave a nearly collinear candidate slightly negative, so clip to the range.
-        big_s = np.maximum(self.S, 1e-12 * np.diag(self.stats.G) + 1e-300)
+        big_s = np.maximum(self.S, 1e-12 * self.diag_g + 1e-300)
         s, q = big_s.copy(), self.Q.copy()
-        a = self.active
-        s_a = np.minimum(big_s[a], self.alpha * (1 - 1e-12))
-        denom = self.alpha - s_a
-        s[a] = self.alpha * s_a / denom
-        q[a] = self.alpha * self.Q[a] / denom
+        a, alpha = self.active, self.alpha
+        s_a = np.minimum(big_s[a], alpha * (1 - 1e-12))
+        denom = alpha - s_a
+        s[a] = alpha * s_a / denom
+        q[a] = alpha * self.Q[a] / denom
+        # For a well-determined weight (s_k >= alpha_k, i.e. S_k >= alpha_k / 2) alpha - S
+        # cancels: use V_kk = 1 / (alpha_k + s_k) and mu_k = q_k V_kk instead (Tipping &
+        # Faul 2003, eqs. 23-24), which lose at most one bit there.
+        v_kk = np.diag(self.V)
+        well = (s_a >= 0.5 * alpha) & (v_kk > 0)
+        s[a[well]] = np.maximum(1.0 / v_kk[well] - alpha[well], 1e-300)
+        q[a[well]] = self.mu[well] / v_kk[well]
         return s, q
 
 
+def _lambda_and_bound(state, family, priors, beta_w):
+    """q(lambda) and the ELBO of the rank-one state's current posterior."""
+    post = state.posterior()
+    h_a = state.stats.h[state.active]
+    sub = SufficientStatistics(None, h_a, state.stats.yy, state.stats.n)
+    e, f = q_lambda(sub, family, priors, post, h_a, beta_w)
+    return e, f, elbo(sub, family, priors, state.alpha, post, e, f, beta_w)
+
+
+@single_threaded_blas()
 def fit_fast(
     stats: SufficientStatistics,
     family: str,
@@ -471,6 +494,7 @@ def fit_fast(
     alpha_max: float = 1e12,
     keep: tuple[int, ...] = (0,),
     refresh_every: int = 200,
+    span_tol: float = 1e-6,
 ) -> VBResult:
     """Fast variational sparse Bayesian learning on the full candidate set.
 
@@ -479,9 +503,25 @@ def fit_fast(
     s_k and q_k, and applies the single add / re-estimate / delete step with the
     largest gain in the log evidence, setting alpha_k to the exact limit
     :func:`single_basis_alpha`. Each step is a rank-one update (O(K M)); the
-    factorisation is recomputed by Cholesky every ``refresh_every`` steps and at the
-    end. Stops when no step can change the objective by more than ``tol`` relative
-    and E[lambda] has settled.
+    factorisation is recomputed by Cholesky every ``refresh_every`` steps, whenever
+    the updated state gives an impossible q(lambda) (f' <= 0) or a non-finite bound,
+    and at the end. Stops when no step can change the objective by more than
+    ``tol * max(|ELBO|, N)`` (the bound of standardised data is of order N, but can
+    pass close to zero, where a purely relative test would never stop) and E[lambda]
+    has settled, confirmed on a fresh factorisation (round-off in the updated s_k, q_k
+    can hide a gain and stop the solver early).
+
+    A candidate whose part outside the span of the active columns is below
+    ``span_tol`` of its norm (s_k < span_tol * G_kk) is treated as redundant and never
+    added (an active column that later additions make redundant stays unless the
+    evidence deletes it: forcing it out can cycle). On such columns the rank-one
+    formulas lose about log10(G_kk / s_k) digits, and with wide kernels the evidence
+    keeps adding nearly collinear columns with alpha_k -> 0: thousands of slow steps on
+    an ever worse conditioned state.
+
+    The steps are small products (K x M at most), so BLAS runs on one thread
+    here (:func:`vrvm._blas.single_threaded_blas`): waking a second thread for each
+    of them cost three times the work itself.
     """
     n_cols = stats.h.size
     keep = np.asarray(keep, dtype=np.intp)
@@ -493,43 +533,57 @@ def fit_fast(
     )
     alpha0 = np.where(np.isfinite(alpha0), np.minimum(alpha0, alpha_max), 1.0)
     state = _RankOneState(stats, keep.copy(), alpha0)
-    diag_g = np.diag(stats.G)
+    diag_g = state.diag_g
     res = VBResult(state.active, state.alpha, None, 1.0, 1.0, beta, family)
     beta_w = beta
+    fresh = True  # no step since the last factorisation
     for it in range(1, max_iter + 1):
         if it % refresh_every == 0:
             state.refresh()
-        post = state.posterior()
-        h_a = stats.h[state.active]
-        sub = SufficientStatistics(None, h_a, stats.yy, stats.n)
-        e, f = q_lambda(sub, family, priors, post, h_a, beta_w)
-        res.elbo.append(elbo(sub, family, priors, state.alpha, post, e, f, beta_w))
+            fresh = True
+        e, f, value = _lambda_and_bound(state, family, priors, beta_w)
+        if not (f > 0 and np.isfinite(value)):
+            # f' = f0 + (y^T y - mu^T V^-1 mu)/2 > 0 always: the rank-one state has
+            # drifted (round-off on nearly collinear columns); refactorise
+            state.refresh()
+            e, f, value = _lambda_and_bound(state, family, priors, beta_w)
+        res.elbo.append(value)
         res.n_active_trace.append(state.active.size)
         res.e, res.f, res.beta_w, res.n_iter = e, f, beta_w, it
         beta = e / f
         s, q = state.sparsity_quality()
+        a = state.active
         bq2 = beta * q**2
         new_alpha = single_basis_alpha(s, bq2, priors.a0, priors.b0)
         new_alpha[new_alpha > alpha_max] = np.inf
         cur = np.full(n_cols, np.inf)
-        cur[state.active] = state.alpha
-        # a candidate (numerically) in the span of the others carries no information:
-        # never add it, and delete it if active
-        new_alpha[s <= 1e-10 * diag_g] = np.inf
+        cur[a] = state.alpha
+        # a candidate (numerically) in the span of the active ones is never added
+        new_alpha[s <= span_tol * diag_g] = np.inf
         new_alpha[is_kept] = np.where(
             np.isinf(new_alpha[is_kept]), np.minimum(cur[is_kept], alpha_max), new_alpha[is_kept]
         )
-        gain = _ell(new_alpha, s, bq2) - _ell(cur, s, bq2)
-        gain[np.isinf(cur) & np.isinf(new_alpha)] = 0.0
+        # gain = l(new) - l(current), with l(inf) = 0 (inactive and pruned functions)
+        gain = np.zeros(n_cols)
+        finite = np.flatnonzero(np.isfinite(new_alpha))
+        gain[finite] = _ell(new_alpha[finite], s[finite], bq2[finite])
+        gain[a] -= _ell(state.alpha, s[a], bq2[a])
         k = int(np.argmax(gain))
-        small_gain = gain[k] <= tol * max(abs(res.elbo[-1]), 1.0)
+        small_gain = gain[k] <= tol * max(abs(res.elbo[-1]), stats.n)
         beta_settled = abs(beta - beta_w) <= tol * beta
         beta_w = beta
         if small_gain and beta_settled:
-            res.converged, res.stop_reason = True, "converged: no update changes the bound"
-            break
+            if fresh:
+                res.converged, res.stop_reason = True, "converged: no update changes the bound"
+                break
+            # s_k and q_k come from rank-one updates whose round-off can hide a gain:
+            # confirm convergence on a fresh factorisation before stopping
+            state.refresh()
+            fresh = True
+            continue
         if small_gain:
             continue
+        fresh = False
         if np.isinf(cur[k]):
             state.add(k, new_alpha[k])
         elif np.isinf(new_alpha[k]):
