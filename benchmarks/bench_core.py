@@ -1,8 +1,9 @@
 """Benchmark of the VRVM core: fit time, peak memory and sparsity versus N.
 
-Fits ``VRVMRegressor(max_basis=1000, n_jobs=2, random_state=0)`` (default settings: automatic
-stacked widths chosen by the evidence on a 2,000-row subsample) to synthetic 6-D data at
-each N, each in a fresh subprocess so that the peak resident memory is that fit's own.
+Fits ``VRVMRegressor(max_basis=1000, random_state=0)`` (default settings: automatic
+stacked widths chosen by the evidence on a 2,000-row subsample, candidates scored in
+turn) to synthetic 6-D data at each N, each in a fresh subprocess so that the peak
+resident memory is that fit's own and worker start-up (``--n-jobs``) is counted.
 The "floor" is the time of one BLAS Phi^T Phi (dsyrk) of the same N x M size, measured
 on up to 50,000 rows and scaled linearly in N (syrk's cost is linear in the row count).
 
@@ -10,6 +11,7 @@ Usage::
 
     python benchmarks/bench_core.py                 # N = 1e3, 1e4, 1e5, 1e6
     python benchmarks/bench_core.py --sizes 1000 10000
+    python benchmarks/bench_core.py --sizes 100000 --n-jobs 2   # candidates in 2 processes
 
 Prints a Markdown table to paste into BENCHMARKS.md.
 """
@@ -52,12 +54,12 @@ def floor_seconds(n: int, m: int) -> float:
     return (time.perf_counter() - start) * n / done
 
 
-def run_one(n: int) -> dict:
+def run_one(n: int, n_jobs: int | None = None) -> dict:
     from vrvm import VRVMRegressor
 
     X, y = make_data(n)
     start = time.perf_counter()
-    model = VRVMRegressor(max_basis=1000, n_jobs=2, random_state=0).fit(X, y)
+    model = VRVMRegressor(max_basis=1000, n_jobs=n_jobs, random_state=0).fit(X, y)
     fit_s = time.perf_counter() - start
     X_test, y_test = make_data(20_000, seed=1)
     rmse = float(np.sqrt(np.mean((model.predict(X_test) - y_test) ** 2)))
@@ -80,14 +82,15 @@ def run_one(n: int) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10_000, 100_000, 1_000_000])
+    parser.add_argument("--n-jobs", type=int, default=None, help="VRVMRegressor n_jobs")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(run_one(args.one)))
+        print(json.dumps(run_one(args.one, args.n_jobs)))
         return
     print(
         f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
-        f"python {platform.python_version()}, numpy {np.__version__}"
+        f"python {platform.python_version()}, numpy {np.__version__}, n_jobs={args.n_jobs}"
     )
     print(
         "| N | fit (s) | floor Phi^T Phi (s) | fit / floor | peak RSS (MB) | columns M | "
@@ -96,7 +99,11 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         out = subprocess.run(
-            [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True
+            [sys.executable, __file__, "--one", str(n)]
+            + ([] if args.n_jobs is None else ["--n-jobs", str(args.n_jobs)]),
+            capture_output=True,
+            text=True,
+            check=True,
         )
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(
