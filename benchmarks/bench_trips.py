@@ -15,6 +15,9 @@ and the climatology on log seconds (so their predictives are log-normal on secon
 
 ``vrvm``
     ``TravelTimeModel(n_jobs=2, random_state=0)`` with its defaults.
+``vrvm_constant_noise``
+    The same with ``noise_model="constant"``: each member's own noise level for every
+    trip (the paper's model), without the distance scale.
 ``vrvm_max_basis2000``, ``vrvm_widths4``
     The same with ``max_basis=2000``, and with ``kernel_widths=[0.5, 1, 2, 4]``: the
     best parameter-only settings found by ``--explore``.
@@ -105,6 +108,7 @@ DEFAULT_DATA = REPO / ".." / "shared" / "data" / "chicago_taxi_trips.csv"
 RESULTS = Path(__file__).resolve().parent / "results"
 MODELS = (
     "vrvm",
+    "vrvm_constant_noise",
     "vrvm_max_basis2000",
     "vrvm_widths4",
     "bayesian_ridge",
@@ -593,6 +597,7 @@ def run_climatology(split: Split, settings: Settings) -> dict[str, Any]:
 
 RUNNERS: dict[str, Callable[[Split, Settings], dict[str, Any]]] = {
     "vrvm": run_vrvm,
+    "vrvm_constant_noise": functools.partial(run_vrvm, noise_model="constant"),
     # the best parameter-only settings of --explore (see the module docstring)
     "vrvm_max_basis2000": functools.partial(run_vrvm, max_basis=2000),
     "vrvm_widths4": functools.partial(run_vrvm, kernel_widths=[0.5, 1.0, 2.0, 4.0]),

@@ -59,6 +59,16 @@ def test_train_summary_report_and_progress(workdir):
     assert "members: 2/2 done" in err  # the progress (non-terminal form)
     model = TravelTimeModel.load(root / "model")
     assert len(model.members_) == 2 and model.kernel_widths_.tolist() == [1.0, 2.0]
+    assert model.noise_model == "distance" and model.noise_scale_coef_.any()
+
+
+def test_train_with_constant_noise(workdir, tmp_path):
+    root, _, _ = workdir
+    args = ("--out", str(tmp_path / "m"), *TRAIN_FAST, "--noise-model", "constant", "-q")
+    status, _, err = run("train", str(root / "trips.csv"), *args)
+    assert status == 0, err
+    model = TravelTimeModel.load(tmp_path / "m")
+    assert model.noise_model == "constant" and not model.noise_scale_coef_.any()
 
 
 def test_predict_queries_without_travel_times(workdir, tmp_path):

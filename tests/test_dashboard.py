@@ -559,7 +559,11 @@ def test_elbo_curves_member_table_and_noise(tiny_model):
     assert members["relevance_vectors"].tolist() == tiny_model.n_relevance_.tolist()
     s = tiny_model.members_[0].noise_std_
     assert members["noise_pct"][0] == pytest.approx(100 * (math.exp(s) - 1))
-    assert "log-seconds" in dashboard.noise_sentence(tiny_model)
+    sentence = dashboard.noise_sentence(tiny_model)
+    assert "log-seconds" in sentence
+    assert tiny_model.noise_scale_coef_.any()  # the default distance scale
+    g = tiny_model.noise_scale_at([0.5, 2.0, 10.0])
+    assert f"{g[0]:.2f} times at 0.5 km" in sentence and f"{g[2]:.2f} times at 10 km" in sentence
 
 
 # ------------------------------------------------------------------- uploads

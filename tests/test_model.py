@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vrvm.calibration import scale_multiplier
 from vrvm.datasets import synthetic_city
+from vrvm.features import haversine_km
 from vrvm.mixture import MixtureDistribution
-from vrvm.model import FORMAT_NAME, TravelTimeModel, trips_sha256
+from vrvm.model import FORMAT_NAME, FORMAT_VERSION, TravelTimeModel, trips_sha256
 from vrvm.storage import ModelFormatError
 
 # Small and fast: explicit widths skip the width search.
@@ -131,7 +133,9 @@ def test_fast_predictive_matches_the_members(model, queries):
     for m, member in enumerate(model.members_):
         own = member.predict_dist(X, linear=d)
         np.testing.assert_allclose(dist.loc[m], own.loc, rtol=1e-12)
-        np.testing.assert_allclose(dist.scale[m], own.scale, rtol=1e-10)
+        # the members' scale times the distance scale g(x) = exp(c . [1, u, u^2])
+        g = scale_multiplier(model.noise_scale_coef_, d, model.noise_scale_range_)
+        np.testing.assert_allclose(dist.scale[m], own.scale * g, rtol=1e-10)
         np.testing.assert_array_equal(dist.df[m], own.df)
 
 
@@ -164,7 +168,8 @@ def test_meanfield_gives_gaussian_components(trips, queries):
     assert dist.df is None
     X, d = model.featurizer_.transform(queries.head(5))
     for m, member in enumerate(model.members_):
-        np.testing.assert_allclose(dist.scale[m], member.predict_dist(X, linear=d).scale, 1e-10)
+        g = scale_multiplier(model.noise_scale_coef_, d, model.noise_scale_range_)
+        np.testing.assert_allclose(dist.scale[m], member.predict_dist(X, linear=d).scale * g, 1e-10)
 
 
 def test_prediction_speed_is_reported(model):
@@ -231,8 +236,11 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == 1
+    assert manifest["format_version"] == 2
     meta = manifest["metadata"]
+    assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
+    np.testing.assert_array_equal(loaded.noise_scale_coef_, model.noise_scale_coef_)
+    assert loaded.noise_scale_range_ == model.noise_scale_range_
     assert meta["kernel_widths"] == [1.0, 2.0]
     assert meta["training_summary"]["sha256"] == model.training_summary_["sha256"]
     assert meta["featurizer"]["tz"] == "UTC"
@@ -262,7 +270,7 @@ def test_inconsistent_metadata_is_detected(model, tmp_path):
 def test_newer_format_is_refused(model, tmp_path):
     path = model.save(tmp_path / "model")
     manifest = json.loads((path / "model.json").read_text())
-    manifest["format_version"] = 2
+    manifest["format_version"] = FORMAT_VERSION + 1
     (path / "model.json").write_text(json.dumps(manifest))
     with pytest.raises(ModelFormatError, match="upgrade vrvm"):
         TravelTimeModel.load(path)
@@ -338,3 +346,41 @@ def test_training_summary_keeps_the_provenance_of_the_trips():
     assert summary["synthetic"] is True
     assert summary["city"] == trips.attrs["city"]
     assert summary["source"] == trips.attrs["source"]
+
+
+def test_format_1_models_load_without_the_distance_scale(model, queries, tmp_path):
+    """Models saved before the distance scale (format 1) load as noise_model="constant"
+    and predict with the members' own scales."""
+    path = model.save(tmp_path / "model")
+    manifest = json.loads((path / "model.json").read_text())
+    manifest["format_version"] = 1
+    del manifest["metadata"]["noise_scale"]
+    del manifest["metadata"]["params"]["noise_model"]
+    (path / "model.json").write_text(json.dumps(manifest))
+    old = TravelTimeModel.load(path)
+    assert old.noise_model == "constant" and not old.noise_scale_coef_.any()
+    X, d = model.featurizer_.transform(queries)
+    own = model.members_[0].predict_dist(X, linear=d)
+    np.testing.assert_allclose(old.predict_dist(queries).scale[0], own.scale, rtol=1e-10)
+
+
+def test_distance_scale_is_fitted_out_of_shard_and_constant_turns_it_off(trips, queries):
+    constant = TravelTimeModel(**{**FAST, "noise_model": "constant"}).fit(trips)
+    assert not constant.noise_scale_coef_.any() and constant.noise_scale_score_ == {}
+    scaled = TravelTimeModel(**FAST).fit(trips)
+    score = scaled.noise_scale_score_
+    assert score["after"] >= score["before"] and score["n_trips"] == len(trips)
+    # same members (same seeds), only the scale differs
+    a, b = constant.predict_dist(queries), scaled.predict_dist(queries)
+    np.testing.assert_allclose(a.loc, b.loc)
+    assert not np.allclose(a.scale, b.scale)
+    # noise_scale_at(km) is the factor between them, from the distance alone
+    km = haversine_km(
+        *(queries[c].to_numpy() for c in ("origin_lat", "origin_lon", "dest_lat", "dest_lon"))
+    )
+    np.testing.assert_allclose(b.scale / a.scale, np.tile(scaled.noise_scale_at(km), (3, 1)))
+    np.testing.assert_array_equal(constant.noise_scale_at(km), 1.0)
+    with pytest.raises(ValueError, match="km"):
+        scaled.noise_scale_at([-1.0])
+    with pytest.raises(ValueError, match="'noise_model' parameter"):
+        TravelTimeModel(**{**FAST, "noise_model": "wide"}).fit(trips)

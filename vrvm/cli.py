@@ -282,6 +282,7 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         kernel_widths=args.widths,
         max_basis=args.max_basis,
         factorization=args.factorization,
+        noise_model=args.noise_model,
         n_jobs=args.n_jobs,
         backend=args.backend,
         client=args.scheduler,
@@ -768,6 +769,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("structured", "meanfield"),
         default="structured",
         help="variational family: Student-t or Gaussian members (structured)",
+    )
+    train.add_argument(
+        "--noise-model",
+        choices=("distance", "constant"),
+        default="distance",
+        help="predictive spread that varies with trip distance, fitted out of shard, or "
+        "each member's constant noise level (distance)",
     )
     train.add_argument(
         "--holdout",

@@ -1685,12 +1685,21 @@ def noise_sentence(model: TravelTimeModel) -> str:
     s = np.array([float(m.noise_std_) for m in model.members_])
     if model.target == "log":
         pct = 100.0 * (np.exp(np.median(s)) - 1.0)
-        return (
+        text = (
             f"Noise std {np.median(s):.3f} on log-seconds (median over members, range "
             f"{s.min():.3f}-{s.max():.3f}): an unexplained spread of about ±{pct:.0f} % "
             "of a trip's typical time."
         )
-    return f"Noise std {np.median(s):.1f} s (median over members)."
+    else:
+        text = f"Noise std {np.median(s):.1f} s (median over members)."
+    coef = getattr(model, "noise_scale_coef_", None)
+    if coef is not None and np.any(coef != 0):
+        km = (0.5, 2.0, 10.0)
+        factors = ", ".join(
+            f"{g:.2f} times at {k:g} km" for k, g in zip(km, model.noise_scale_at(km), strict=True)
+        )
+        text += f" The spread is scaled with trip distance ({factors})."
+    return text
 
 
 # ======================================================================================
