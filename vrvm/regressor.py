@@ -245,8 +245,8 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         functions is below this fraction of its norm is treated as redundant (never
         added). Smaller values let the evidence add ever more nearly collinear
         functions: slower and closer to the unthresholded optimum. Measured on the 6-D
-        benchmark at N = 1e5 (noise 0.2): 1e-6 gives test RMSE 0.211 in a 0.5 s solve,
-        1e-8 0.207 in 6.6 s, 1e-10 0.2015 in 36 s (see BENCHMARKS.md).
+        benchmark at N = 1e5 (noise 0.2): 1e-6 gives test RMSE 0.2106 in a 0.2 s solve,
+        1e-8 0.2077 in 3.9 s, 1e-10 0.2019 in 24 s (see BENCHMARKS.md).
     chunk_size : int or None, default=None
         Rows per chunk when accumulating Phi^T Phi (default: a 64 MiB block).
     selection_size : int, default=2000

@@ -465,8 +465,9 @@ class _RankOneState:
         s[a] = alpha * s_a / denom
         q[a] = alpha * self.Q[a] / denom
         # For a well-determined weight (s_k >= alpha_k, i.e. S_k >= alpha_k / 2) alpha - S
-        # cancels: use V_kk = 1 / (alpha_k + s_k) and mu_k = q_k V_kk instead (Tipping &
-        # Faul 2003, eqs. 23-24), which lose at most one bit there.
+        # cancels: use the single-basis identities V_kk = 1 / (alpha_k + s_k) and
+        # mu_k = q_k V_kk instead (w_k given the others has precision alpha_k + s_k and
+        # mean q_k / (alpha_k + s_k); Tipping & Faul 2003), which lose at most one bit.
         v_kk = np.diag(self.V)
         well = (s_a >= 0.5 * alpha) & (v_kk > 0)
         s[a[well]] = np.maximum(1.0 / v_kk[well] - alpha[well], 1e-300)
