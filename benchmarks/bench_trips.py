@@ -18,6 +18,8 @@ and the climatology on log seconds (so their predictives are log-normal on secon
 ``vrvm_constant_noise``
     The same with ``noise_model="constant"``: each member's own noise level for every
     trip (the paper's model), without the distance scale.
+``vrvm_distance_linear_only``
+    The same with ``distance_in_kernel=False``: distance only in the linear term.
 ``vrvm_max_basis2000``, ``vrvm_widths4``
     The same with ``max_basis=2000``, and with ``kernel_widths=[0.5, 1, 2, 4]``: the
     best parameter-only settings found by ``--explore``.
@@ -109,6 +111,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 MODELS = (
     "vrvm",
     "vrvm_constant_noise",
+    "vrvm_distance_linear_only",
     "vrvm_max_basis2000",
     "vrvm_widths4",
     "bayesian_ridge",
@@ -598,6 +601,7 @@ def run_climatology(split: Split, settings: Settings) -> dict[str, Any]:
 RUNNERS: dict[str, Callable[[Split, Settings], dict[str, Any]]] = {
     "vrvm": run_vrvm,
     "vrvm_constant_noise": functools.partial(run_vrvm, noise_model="constant"),
+    "vrvm_distance_linear_only": functools.partial(run_vrvm, distance_in_kernel=False),
     # the best parameter-only settings of --explore (see the module docstring)
     "vrvm_max_basis2000": functools.partial(run_vrvm, max_basis=2000),
     "vrvm_widths4": functools.partial(run_vrvm, kernel_widths=[0.5, 1.0, 2.0, 4.0]),

@@ -249,6 +249,7 @@ def test_init_only_stores_parameters():
         "day_of_week": True,
         "tz": "Not/AZone",
         "distance": "km",
+        "distance_in_kernel": False,
     }
     with pytest.raises(ValueError, match="time_of_day"):
         feat.fit(make_trips(10))
@@ -268,6 +269,25 @@ def test_log1p_distance_column():
     np.testing.assert_array_equal(km.transform(trips)[0], log.transform(trips)[0])
     same = TripFeaturizer.from_dict(log.to_dict())
     np.testing.assert_array_equal(same.transform(trips)[1], d)
+
+
+@pytest.mark.parametrize("distance", ["km", "log1p"])
+def test_distance_as_a_kernel_input(distance):
+    trips = make_trips(50)
+    plain = TripFeaturizer(tz="UTC", distance=distance).fit(trips)
+    feat = TripFeaturizer(tz="UTC", distance=distance, distance_in_kernel=True).fit(trips)
+    assert feat.feature_names_ == [*plain.feature_names_, "distance"]
+    X, d = feat.transform(trips)
+    np.testing.assert_array_equal(X[:, :-1], plain.transform(trips)[0])
+    np.testing.assert_allclose(X[:, -1], d, rtol=1e-12, atol=1e-12)  # the same standardised d
+    same = TripFeaturizer.from_dict(json.loads(json.dumps(feat.to_dict())))
+    np.testing.assert_array_equal(same.transform(trips)[0], X)
+    # dicts written before the option read as without it
+    old = plain.to_dict()
+    del old["params"]["distance_in_kernel"]
+    assert not TripFeaturizer.from_dict(old).distance_in_kernel
+    with pytest.raises(ValueError, match="distance_in_kernel"):
+        TripFeaturizer(distance_in_kernel="yes").fit(trips)  # type: ignore[arg-type]
 
 
 # -------------------------------------------------------------- local time

@@ -359,6 +359,7 @@ def test_format_1_models_load_without_the_distance_scale(model, queries, tmp_pat
     (path / "model.json").write_text(json.dumps(manifest))
     old = TravelTimeModel.load(path)
     assert old.noise_model == "constant" and not old.noise_scale_coef_.any()
+    assert old.distance_in_kernel is True  # taken from the stored featurizer
     X, d = model.featurizer_.transform(queries)
     own = model.members_[0].predict_dist(X, linear=d)
     np.testing.assert_allclose(old.predict_dist(queries).scale[0], own.scale, rtol=1e-10)
@@ -384,3 +385,16 @@ def test_distance_scale_is_fitted_out_of_shard_and_constant_turns_it_off(trips, 
         scaled.noise_scale_at([-1.0])
     with pytest.raises(ValueError, match="'noise_model' parameter"):
         TravelTimeModel(**{**FAST, "noise_model": "wide"}).fit(trips)
+
+
+def test_distance_is_a_kernel_input_unless_turned_off(trips, queries, tmp_path):
+    on = TravelTimeModel(**FAST).fit(trips)
+    off = TravelTimeModel(**{**FAST, "distance_in_kernel": False}).fit(trips)
+    assert on.featurizer_.feature_names_[-1] == "distance"
+    assert "distance" not in off.featurizer_.feature_names_
+    assert on.members_[0].n_features_in_ == off.members_[0].n_features_in_ + 1
+    loaded = TravelTimeModel.load(off.save(tmp_path / "off"))
+    assert loaded.distance_in_kernel is False
+    np.testing.assert_array_equal(loaded.predict(queries), off.predict(queries))
+    with pytest.raises(ValueError, match="'distance_in_kernel' parameter"):
+        TravelTimeModel(**{**FAST, "distance_in_kernel": "yes"}).fit(trips)

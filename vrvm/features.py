@@ -349,6 +349,10 @@ class TripFeaturizer(BaseEstimator):
         log(1 + km). For a model of log travel time the latter is the natural linear
         term (log t ~ a + b log d, a power law in distance) and does not extrapolate
         absurdly for long trips.
+    distance_in_kernel : bool, default=False
+        Also give the kernel the standardised distance column as an input (the last
+        column of ``X``, named ``distance``), so that trips of similar length are
+        similar to the kernel as well as entering the linear term.
 
     Attributes
     ----------
@@ -360,7 +364,8 @@ class TripFeaturizer(BaseEstimator):
         and no ``tz`` was given).
     feature_names_ : list of str
         Names of the columns of ``X``: ``origin_x_km, origin_y_km, dest_x_km,
-        dest_y_km`` then, if enabled, ``tod_sin, tod_cos`` and ``is_weekend``.
+        dest_y_km`` then, if enabled, ``tod_sin, tod_cos``, ``is_weekend`` and
+        ``distance``.
     mean_, scale_ : numpy.ndarray of shape (n_features,)
         Standardisation ``X = (raw - mean_) / scale_``; ``scale_`` is the population
         standard deviation, replaced by 1 where it is below 1e-9.
@@ -412,15 +417,17 @@ class TripFeaturizer(BaseEstimator):
         day_of_week: bool = True,
         tz: str | _dt.tzinfo | None = None,
         distance: str = "km",
+        distance_in_kernel: bool = False,
     ) -> None:
         self.time_of_day = time_of_day
         self.day_of_week = day_of_week
         self.tz = tz
         self.distance = distance
+        self.distance_in_kernel = distance_in_kernel
 
     # ------------------------------------------------------------------ fitting
     def _check_params(self) -> None:
-        for name in ("time_of_day", "day_of_week"):
+        for name in ("time_of_day", "day_of_week", "distance_in_kernel"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {value!r}")
@@ -477,6 +484,8 @@ class TripFeaturizer(BaseEstimator):
             self.feature_names_ += ["tod_sin", "tod_cos"]
         if self.day_of_week:
             self.feature_names_ += ["is_weekend"]
+        if self.distance_in_kernel:
+            self.feature_names_ += ["distance"]
 
         raw, distance = self._raw_features(trips, coords)
         self.mean_ = raw.mean(axis=0)
@@ -505,11 +514,14 @@ class TripFeaturizer(BaseEstimator):
             if self.day_of_week:
                 weekday = np.mod(np.floor_divide(local_us, _US_PER_DAY) + _EPOCH_WEEKDAY, 7)
                 raw[:, col] = weekday >= 5  # Saturday = 5, Sunday = 6
+                col += 1
         distance = haversine_km(
             coords["origin_lat"], coords["origin_lon"], coords["dest_lat"], coords["dest_lon"]
         )
         if self.distance == "log1p":
             distance = np.log1p(distance)
+        if self.distance_in_kernel:
+            raw[:, col] = distance  # standardised like every kernel input
         return raw, distance
 
     # ---------------------------------------------------------------- transform
@@ -560,6 +572,7 @@ class TripFeaturizer(BaseEstimator):
                 "day_of_week": bool(self.day_of_week),
                 "tz": None if self.tz is None else _tz_name(self.tz),
                 "distance": self.distance,
+                "distance_in_kernel": bool(self.distance_in_kernel),
             },
             "tz": self.tz_,
             "center": [self.projection_.lat0, self.projection_.lon0],
@@ -591,7 +604,9 @@ class TripFeaturizer(BaseEstimator):
         feat.distance_mean_ = float(data["distance_mean"])
         feat.distance_scale_ = float(data["distance_scale"])
         feat.n_samples_fit_ = int(data["n_samples_fit"])
-        expected = 4 + 2 * bool(feat.time_of_day) + bool(feat.day_of_week)
+        expected = (
+            4 + 2 * bool(feat.time_of_day) + bool(feat.day_of_week) + bool(feat.distance_in_kernel)
+        )
         if not (len(feat.feature_names_) == len(feat.mean_) == len(feat.scale_) == expected):
             raise ValueError("inconsistent TripFeaturizer dict: feature counts do not match")
         return feat
