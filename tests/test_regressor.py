@@ -198,3 +198,24 @@ def test_predict_input_checks():
     plain = VRVMRegressor(kernel_widths=3.0).fit(X, y)
     with pytest.raises(ValueError, match="without linear"):
         plain.predict(X, linear=X[:, 0])
+
+
+@pytest.mark.parametrize("selection", ["evidence", "cv"])
+def test_width_selection_in_processes_equals_in_turn(selection):
+    """Candidates scored by loky workers get the same folds and centres as in turn."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-3, 3, size=(700, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + rng.normal(0, 0.1, 700)
+    params = {
+        "width_selection": selection,
+        "cv_folds": 3,
+        "selection_size": 300,
+        "max_basis": 120,
+        "selection_max_basis": 60,
+        "random_state": 0,
+    }
+    one = VRVMRegressor(**params).fit(X, y)
+    two = VRVMRegressor(**params, n_jobs=2).fit(X, y)
+    assert one.width_scores_ == two.width_scores_
+    np.testing.assert_array_equal(one.kernel_widths_, two.kernel_widths_)
+    np.testing.assert_array_equal(one.predict(X[:50]), two.predict(X[:50]))
