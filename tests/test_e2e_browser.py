@@ -10,34 +10,15 @@ screenshot to ``test-output/e2e_predict.png``. Skipped without Chromium at
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from vrvm import TravelTimeModel, dashboard
+from app_ui.drive import CHROMIUM, CHROMIUM_ARGS, click_zone, streamlit_server, two_zones
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[1]
-OUTPUT = REPO / "test-output"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--enable-unsafe-swiftshader",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
+OUTPUT = Path(__file__).resolve().parents[1] / "test-output"
 
 
 @pytest.fixture
@@ -53,97 +34,14 @@ def chromium():
     return pytest.importorskip("playwright.sync_api")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def server(vrvm_home, tmp_path):
     """``streamlit run app.py`` on a free port over the tiny model; stopped afterwards."""
-    port = _free_port()
-    log = open(tmp_path / "streamlit.log", "wb")  # closed in the finally below
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=REPO,
-        env={**os.environ, "VRVM_HOME": str(vrvm_home)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so we stop exactly it
-    )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    pytest.fail(
-                        "streamlit did not start:\n"
-                        + (tmp_path / "streamlit.log").read_text(errors="replace")
-                    )
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=10)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
-        log.close()
-
-
-def _two_zones(home: Path, width: float, height: float) -> list[tuple[str, float, float]]:
-    """Two zones well inside the canvas, far apart: (label, x, y) in canvas pixels."""
-    model = TravelTimeModel.load(dashboard.model_store(home).active_path())
-    area = dashboard.build_service_area(model, trips=dashboard.load_training_trips(home, model))
-    grid = area.grid
-    x, y = dashboard.lnglat_to_pixel(
-        area.view, grid["lat"], grid["lon"], width_px=width, height_px=height
-    )
-    inside = (x > 50) & (x < width - 60) & (y > 50) & (y < height - 50)
-    first = int(np.flatnonzero(inside)[np.argmax(grid["n_points"].to_numpy()[inside])])
-    far = inside & (np.hypot(x - x[first], y - y[first]) > 0.3 * min(width, height))
-    second = int(np.flatnonzero(far)[np.argmax(grid["n_points"].to_numpy()[far])])
-    return [(grid["label"][i], float(x[i]), float(y[i])) for i in (first, second)]
-
-
-def _click_zone(page, canvas, label: str, x: float, y: float, attempts: int = 3) -> None:
-    """Hover, then click a zone until the app shows it as selected.
-
-    deck.gl picks the object under the pointer on hover; on a loaded machine (software
-    WebGL sharing two cores with the server) a click can land before the pick, so it is
-    repeated, waiting each time for the zone's label to appear in the OD inputs.
-    """
-    selected = "label => [...document.querySelectorAll('input')].some(e => e.value === label)"
-    for attempt in range(attempts):
-        canvas.hover(position={"x": x, "y": y})
-        page.wait_for_timeout(300 * (attempt + 1))
-        canvas.click(position={"x": x, "y": y})
-        try:
-            page.wait_for_function(selected, arg=label, timeout=15_000)
-            return
-        except Exception:
-            if attempt == attempts - 1:
-                raise
+        with streamlit_server(vrvm_home, tmp_path / "streamlit.log", timeout_s=30) as url:
+            yield url
+    except RuntimeError as exc:  # the server did not start: its log is in the message
+        pytest.fail(str(exc))
 
 
 def test_click_two_zones_and_read_the_forecast(chromium, server, vrvm_home):
@@ -158,9 +56,9 @@ def test_click_two_zones_and_read_the_forecast(chromium, server, vrvm_home):
             page.get_by_text("Click a zone for the origin").wait_for(timeout=30_000)
             page.wait_for_timeout(1500)  # deck.gl draws its first frame
             box = canvas.bounding_box()
-            zones = _two_zones(vrvm_home, box["width"], box["height"])
+            zones = two_zones(vrvm_home, box["width"], box["height"])
             for label, x, y in zones:
-                _click_zone(page, canvas, label, x, y)
+                click_zone(page, canvas, label, x, y)
             page.get_by_text("Predictive distribution of the travel time").wait_for(timeout=45_000)
             assert page.get_by_text("P(arrive within 15 min)").count() >= 1
             page.mouse.move(0, 0)

@@ -765,3 +765,15 @@ def test_store_versions_are_loadable_model_directories(tmp_path):
     manifest = read_model_manifest(store.path(version), format_name=FORMAT, max_format_version=1)
     assert manifest.metadata == {"tag": "z"}
     assert repr(store) == f"ModelStore({str(tmp_path)!r})"
+
+
+def test_exclusive_lock_excludes_other_holders_and_creates_its_file(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    from vrvm.storage import exclusive_lock
+
+    path = tmp_path / "new" / ".lock"
+    with exclusive_lock(path), open(path, "a+b") as other:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with open(path, "a+b") as other:  # released on exit
+        fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -30,7 +30,6 @@ using Bayesian data augmentation", Annals of Applied Statistics 7(2), 1139-1161.
 from __future__ import annotations
 
 import bz2
-import contextlib
 import copy
 import gzip
 import io
@@ -56,7 +55,7 @@ import pyarrow.parquet as pq
 from vrvm.datasets import synthetic_city, synthetic_city_geojson
 from vrvm.mixture import MixtureDistribution
 from vrvm.model import TravelTimeModel, trips_sha256
-from vrvm.storage import ModelStore
+from vrvm.storage import ModelStore, exclusive_lock
 from vrvm.trips import CANONICAL_COLUMNS, CleaningReport, read_trips
 from vrvm.tripstore import TripStore
 from vrvm.zones import choose_h3_resolution, latlng_to_zone, zone_grid, zones_geojson
@@ -194,21 +193,9 @@ def demo_settings(environ: Mapping[str, str] | None = None) -> DemoSettings:
     )
 
 
-@contextlib.contextmanager
 def _home_lock(home: Path, name: str = ".first-start.lock"):
     """Exclusive lock so that two sessions starting at once train the demo model once."""
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / name, "a+b") as handle:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover
-            yield
-            return
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return exclusive_lock(home / name)
 
 
 def training_trips_path(home: Path, sha256: str) -> Path:
@@ -1692,8 +1679,7 @@ def noise_sentence(model: TravelTimeModel) -> str:
         )
     else:
         text = f"Noise std {np.median(s):.1f} s (median over members)."
-    coef = getattr(model, "noise_scale_coef_", None)
-    if coef is not None and np.any(coef != 0):
+    if model.noise_scale_coef_.any():
         km = (0.5, 2.0, 10.0)
         factors = ", ".join(
             f"{g:.2f} times at {k:g} km" for k, g in zip(km, model.noise_scale_at(km), strict=True)

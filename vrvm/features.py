@@ -518,16 +518,37 @@ class TripFeaturizer(BaseEstimator):
                 weekday = np.mod(np.floor_divide(local_us, _US_PER_DAY) + _EPOCH_WEEKDAY, 7)
                 raw[:, col] = weekday >= 5  # Saturday = 5, Sunday = 6
                 col += 1
-        distance = haversine_km(
-            coords["origin_lat"], coords["origin_lon"], coords["dest_lat"], coords["dest_lon"]
+        distance = self._distance_scale(
+            haversine_km(
+                coords["origin_lat"], coords["origin_lon"], coords["dest_lat"], coords["dest_lon"]
+            )
         )
-        if self.distance == "log1p":
-            distance = np.log1p(distance)
         if self.distance_in_kernel:
             raw[:, col] = distance  # standardised like every kernel input
         return raw, distance
 
+    def _distance_scale(self, km: np.ndarray) -> np.ndarray:
+        """km, or log(1 + km) for ``distance="log1p"`` (before standardisation)."""
+        return np.log1p(km) if self.distance == "log1p" else km
+
     # ---------------------------------------------------------------- transform
+    def distance_column(self, km) -> np.ndarray:
+        """The standardised linear column ``d`` of trips ``km`` long (great circle).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> trips = pd.DataFrame({"origin_lat": [41.88, 41.90], "origin_lon": [-87.63, -87.63],
+        ...                       "dest_lat": [41.98, 41.88], "dest_lon": [-87.63, -87.63]})
+        >>> feat = TripFeaturizer(time_of_day=False, day_of_week=False).fit(trips)
+        >>> bool(np.allclose(feat.distance_column(raw_distance_km(trips)),
+        ...                  feat.transform(trips)[1]))
+        True
+        """
+        check_is_fitted(self, "projection_")
+        raw = self._distance_scale(np.asarray(km, dtype=np.float64))
+        return (raw - self.distance_mean_) / self.distance_scale_
+
     def transform(self, trips: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Standardised kernel inputs ``X`` and linear distance column ``d``.
 

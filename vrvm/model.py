@@ -243,6 +243,13 @@ _PREDICT_CHUNK = 1024
 _SCALE_FIT_ROWS = 20_000
 
 
+def _degrees_of_freedom(predictives) -> np.ndarray | None:
+    """Student-t degrees of freedom 2e' of each member (structured), None for Gaussians."""
+    if predictives[0].family != "structured":
+        return None
+    return np.array([2.0 * member.e for member in predictives])
+
+
 def _round_for_json(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
@@ -255,7 +262,8 @@ class TravelTimeModel(BaseEstimator):
     the shards are stratified by (origin zone, destination zone, hour of day). The
     predictive distribution of a trip is the equally weighted mixture of the members'
     predictives (Student-t for the structured factorisation, Gaussian for the
-    mean-field one).
+    mean-field one), their scales multiplied by a factor that depends on the trip's
+    distance (``noise_model``).
 
     Parameters
     ----------
@@ -558,7 +566,7 @@ class TravelTimeModel(BaseEstimator):
             for rows, member in zip(shard_rows, members, strict=True)
         ]
         self.featurizer_ = featurizer
-        self._fit_noise_scale(members, X, y, d, shard_of_row, seeds.noise_scale)
+        self._fit_noise_scale(X, y, d, shard_of_row, seeds.noise_scale)
         self.kernel_widths_ = widths
         self.width_scores_ = width_scores
         self.h3_resolution_ = resolution
@@ -573,24 +581,27 @@ class TravelTimeModel(BaseEstimator):
         logger.info("fitted %d members in %.1f s", self.n_members, self.fit_time_s_)
         return self
 
-    def _fit_noise_scale(self, members, X, y, d, shard_of_row, seed) -> None:
+    def _fit_noise_scale(self, X, y, d, shard_of_row, seed) -> None:
         """Fit the distance scale on out-of-shard predictions (see :mod:`vrvm.calibration`)."""
         self.noise_scale_coef_ = np.zeros(3)
         self.noise_scale_range_ = (float(d.min()), float(d.max()))
         self.noise_scale_score_ = {}
-        if self.noise_model == "constant" or len(members) < 2:
+        predictives = self._predictives()
+        if self.noise_model == "constant" or len(predictives) < 2:
             return
         rng = np.random.default_rng(seed)
         rows = np.arange(y.size)
         if rows.size > _SCALE_FIT_ROWS:
             rows = np.sort(rng.choice(rows.size, size=_SCALE_FIT_ROWS, replace=False))
-        predictives = [member._predictor for member in members]
         loc, scale = self._member_loc_scale(predictives, X[rows], d[rows])
-        held_out = shard_of_row[rows][None, :] != np.arange(len(members))[:, None]
-        structured = predictives[0].family == "structured"
-        df = np.array([2.0 * p.e for p in predictives]) if structured else None
+        held_out = shard_of_row[rows][None, :] != np.arange(len(predictives))[:, None]
         coef, before, after = fit_scale_model(
-            loc, scale, y[rows], held_out, scale_features(d[rows], self.noise_scale_range_), df
+            loc,
+            scale,
+            y[rows],
+            held_out,
+            scale_features(d[rows], self.noise_scale_range_),
+            _degrees_of_freedom(predictives),
         )
         self.noise_scale_coef_ = coef
         self.noise_scale_score_ = {"before": before, "after": after, "n_trips": int(rows.size)}
@@ -747,21 +758,22 @@ class TravelTimeModel(BaseEstimator):
         MixtureDistribution
             ``M = n_members`` components per query, on seconds: Student-t
             (structured) or Gaussian (mean-field) components of log-seconds with
-            ``transform="log"`` for ``target="log"``; of seconds otherwise.
+            ``transform="log"`` for ``target="log"``; of seconds otherwise. Each
+            component's scale is the member's times :meth:`noise_scale_at` the
+            query's distance (1 for ``noise_model="constant"``).
         """
         check_is_fitted(self, "members_")
         queries = _check_trips(queries, with_target=False, name="queries")
         X, d = self.featurizer_.transform(queries)
         predictives = self._predictives()
         loc, scale = self._member_loc_scale(predictives, X, d)
-        coef = getattr(self, "noise_scale_coef_", None)
-        if coef is not None and np.any(coef != 0):
-            scale *= scale_multiplier(coef, d, self.noise_scale_range_)[None, :]
-        df = None
-        if predictives[0].family == "structured":
-            df = np.array([[2.0 * member.e] for member in predictives])
+        if self.noise_scale_coef_.any():
+            scale *= scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)[None, :]
+        df = _degrees_of_freedom(predictives)
         transform = "log" if self.target == "log" else None
-        return MixtureDistribution(loc, scale, df=df, transform=transform)
+        return MixtureDistribution(
+            loc, scale, df=None if df is None else df[:, None], transform=transform
+        )
 
     def noise_scale_at(self, km) -> np.ndarray:
         """Factor g(x) by which the distance scale multiplies the members' spread.
@@ -788,9 +800,7 @@ class TravelTimeModel(BaseEstimator):
         km = np.atleast_1d(np.asarray(km, dtype=np.float64))
         if np.any(~np.isfinite(km)) or np.any(km < 0):
             raise ValueError("km must be finite distances >= 0")
-        f = self.featurizer_
-        raw = np.log1p(km) if f.distance == "log1p" else km
-        d = (raw - f.distance_mean_) / f.distance_scale_
+        d = self.featurizer_.distance_column(km)
         return scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)
 
     def _predictives(self) -> list:

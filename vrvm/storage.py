@@ -25,6 +25,7 @@ version while a retrain writes the next.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -50,6 +51,7 @@ __all__ = [
     "ModelManifest",
     "ModelStore",
     "VersionInfo",
+    "exclusive_lock",
     "load_model_dir",
     "read_model_manifest",
     "recover_model_dir",
@@ -192,6 +194,29 @@ def _check_format(format_name: str, format_version: int | None = None) -> None:
 
 
 # ----------------------------------------------------------------------- file helpers
+@contextlib.contextmanager
+def exclusive_lock(path: str | os.PathLike[str]):
+    """Hold an exclusive advisory lock (``flock``) on the file ``path`` inside the block.
+
+    The file and its folder are created if missing. Serialises writers across processes
+    on one machine (two dashboard sessions, a CLI next to the app). Without ``fcntl``
+    (not POSIX) the block runs unlocked: single-process use only.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - non-POSIX
+            yield
+            return
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def _fsync_dir(directory: Path) -> None:
     """Make new entries and renames in ``directory`` durable (a no-op off POSIX)."""
     if os.name != "posix":

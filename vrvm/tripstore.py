@@ -51,7 +51,6 @@ True
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -66,6 +65,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vrvm.storage import exclusive_lock
 from vrvm.trips import CANONICAL_COLUMNS
 
 __all__ = ["AddResult", "StoreSummary", "TripStore", "trip_ids"]
@@ -314,20 +314,8 @@ class TripStore:
         )
 
     # ------------------------------------------------------------------ writing
-    @contextlib.contextmanager
     def _locked(self):
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / LOCK_FILE, "a+b") as handle:
-            try:
-                import fcntl
-            except ImportError:  # pragma: no cover - non-POSIX: single-process use only
-                yield
-                return
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return exclusive_lock(self.root / LOCK_FILE)
 
     def add(
         self,
