@@ -1,15 +1,25 @@
 """vrvm dashboard: ``streamlit run app.py``. This is the Predict page.
 
-The other pages are in ``pages/``. Pages only wire components from ``app_ui/``; every
-number they show is computed in ``vrvm/dashboard.py``.
+The other pages are in ``pages/``. Pages only wire views from ``app_ui/``; every number
+they show is computed in ``vrvm/services/``.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app_ui import context, coverage_view, forecast_view, od_picker, share, trip_controls
-from vrvm import dashboard as svc
+from app_ui import (
+    context,
+    coverage_view,
+    forecast_view,
+    maps,
+    od_picker,
+    share,
+    sidebar,
+    trip_controls,
+)
+from vrvm.services import url_state
+from vrvm.services.places import ODState
 
 OD = "od"  # origin-destination picker
 TRIP = "trip"  # departure time and threshold
@@ -24,9 +34,7 @@ MODE_LABELS = {
 
 def predict_page() -> None:
     ctx = context.get_context()
-    st.title("Travel time, with its uncertainty")
-    st.caption(context.model_caption(ctx))
-    context.synthetic_banner(ctx)
+    context.page_header("Travel time, with its uncertainty", ctx)
 
     view = share.read_once(SHARE, ctx.area, ctx.model.tz_)
     if view is not None:
@@ -56,11 +64,11 @@ def predict_page() -> None:
         if mode == "coverage":
             metric, confidence = coverage_view.show_options(COVERAGE)
 
-    grid = fill = legend = None
-    tips = [f"{n} training trip ends in this zone" for n in ctx.area.grid["n_points"]]
+    grid = fill = tips = legend = None  # without a coverage map: the zones' own tooltips
     if mode == "coverage" and state.origin is not None:
-        grid = coverage_view.compute(ctx, state.origin, departure, threshold)
-        fill, tips, legend = coverage_view.map_layers(grid, metric, threshold)
+        grid, fill, tips, legend = coverage_view.compute(
+            ctx, state.origin, departure, threshold, metric
+        )
 
     with map_column:
         hint = (
@@ -74,7 +82,7 @@ def predict_page() -> None:
             ctx.area,
             fill=fill,
             tips=tips,
-            basemap=context.basemap_enabled(),
+            basemap=sidebar.basemap_enabled(),
             mode="od" if mode == "od" else "origin",
         )
         if legend:
@@ -83,7 +91,7 @@ def predict_page() -> None:
                 if metric == "median"
                 else f"P(arrive within {threshold:g} min)"
             )
-            st.markdown(coverage_view.legend_html(legend, title), unsafe_allow_html=True)
+            st.markdown(maps.legend_html(legend, title), unsafe_allow_html=True)
 
     if mode == "od":
         forecast_view.show("forecast", ctx, state, departure, threshold)
@@ -101,8 +109,8 @@ def predict_page() -> None:
         )
 
     share.write(
-        svc.to_query_params(
-            state if mode == "od" else svc.ODState(state.origin, None),
+        url_state.to_query_params(
+            state if mode == "od" else ODState(state.origin, None),
             departure,
             threshold_min=threshold,
             mode=mode,
@@ -112,5 +120,5 @@ def predict_page() -> None:
     )
 
 
-context.page_setup("Predict")
+sidebar.page_setup("Predict")
 predict_page()

@@ -1,7 +1,7 @@
 """Plotly figures of the dashboard (no Streamlit here: the components show them).
 
-Each function draws data computed by :mod:`vrvm.dashboard`; nothing is computed here
-beyond layout.
+Each function draws data computed by :mod:`vrvm.services` (the OD answer, the
+evaluation of candidates, the ELBO curves); nothing is computed here beyond layout.
 """
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from vrvm import dashboard as svc
+from vrvm import MixtureDistribution
+from vrvm.services.forecast import ODForecast, density_curve, interval_table
+from vrvm.services.colours import DEST_RGB, ORIGIN_RGB, hex_colour
 
-ORIGIN = "#0072b2"
-DEST = "#d55e00"
+ORIGIN = hex_colour(ORIGIN_RGB)
+DEST = hex_colour(DEST_RGB)
 MIXTURE = "#1b4f72"
 MEMBER = "rgba(90, 90, 90, 0.35)"
 BAND_ALPHA = {0.5: 0.30, 0.8: 0.18, 0.95: 0.09}
@@ -46,7 +48,7 @@ def _layout(fig: go.Figure, *, title: str, x: str, y: str, synthetic: bool, heig
 
 
 def density_figure(
-    curve: pd.DataFrame, forecast: svc.ODForecast, *, synthetic: bool = False
+    curve: pd.DataFrame, forecast: ODForecast, *, synthetic: bool = False
 ) -> go.Figure:
     """The exact mixture density, its members (faint) and the shaded intervals."""
     fig = go.Figure()
@@ -328,13 +330,11 @@ def warm_up() -> None:
     """Draw throw-away versions of the figures (loads plotly's lazy validators)."""
     import numpy as np
 
-    from vrvm.mixture import MixtureDistribution
-
     dist = MixtureDistribution(
         np.log([[600.0], [700.0]]), 0.2, df=np.array([[8.0], [9.0]]), transform="log"
     )
-    intervals = svc.interval_table(dist)
-    forecast = svc.ODForecast(
+    intervals = interval_table(dist)
+    forecast = ODForecast(
         origin=None,
         dest=None,
         departure=pd.Timestamp("2024-01-01", tz="UTC"),
@@ -346,7 +346,7 @@ def warm_up() -> None:
         prob_within=0.5,
         dist=dist,
     )
-    density_figure(svc.density_curve(dist, n_points=20), forecast, synthetic=True).to_json()
+    density_figure(density_curve(dist, n_points=20), forecast, synthetic=True).to_json()
     profile = pd.DataFrame(
         {"hour": [0.0, 24.0], **{f"q{q:02d}": [float(q)] * 2 for q in (5, 10, 25, 50, 75, 90, 95)}}
     )

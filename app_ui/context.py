@@ -1,25 +1,23 @@
 """Data access for every page: the active model (cached by version), its zones, first start.
 
-The model is loaded with ``st.cache_resource`` keyed by its store path and version, so
-a page rerun never reloads it and publishing a new version simply makes the next run
-load (and cache) the new one; a published model object is never mutated.
+The model is loaded with ``st.cache_resource`` keyed by its path and version, so a page
+rerun never reloads it and publishing a new version simply makes the next run load (and
+cache) the new one; a published model object is never mutated.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from vrvm import TravelTimeModel
-from vrvm import dashboard as svc
-from vrvm.storage import ModelFormatError
-
-SETTINGS_BASEMAP = "settings_basemap"
-SETTINGS_BOUNDARIES = "settings_boundaries"  # (sha256, GeoJSON dict, file name)
+from app_ui import sidebar
+from vrvm import ModelFormatError, TravelTimeModel
+from vrvm.services import area as area_svc
+from vrvm.services import demo, models
+from vrvm.services.area import ServiceArea
 
 
 @dataclass(frozen=True)
@@ -29,7 +27,7 @@ class ModelContext:
     home: Path
     version: int
     model: TravelTimeModel
-    area: svc.ServiceArea
+    area: ServiceArea
     trips: pd.DataFrame | None
     synthetic: bool
 
@@ -42,16 +40,16 @@ def _load_model(path: str, version: int) -> TravelTimeModel:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _training_trips(home: str, path: str, version: int) -> pd.DataFrame | None:
-    return svc.load_training_trips(Path(home), _load_model(path, version))
+    return models.load_training_trips(Path(home), _load_model(path, version))
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _service_area(
     home: str, path: str, version: int, boundaries_key: str, _boundaries: dict | None
-) -> svc.ServiceArea:
+) -> ServiceArea:
     del boundaries_key  # the cache key of _boundaries (dicts are not hashed)
     model = _load_model(path, version)
-    return svc.build_service_area(
+    return area_svc.build_service_area(
         model, trips=_training_trips(home, path, version), boundaries=_boundaries
     )
 
@@ -74,7 +72,7 @@ def _warm_up_charts() -> bool:
 
 def _first_start(home: Path) -> None:
     """Train the demo model, showing progress, when the store is empty."""
-    settings = svc.demo_settings()
+    settings = demo.demo_settings()
     with st.status(
         "First start: building the demo model on Synthetica, a synthetic city", expanded=True
     ) as status:
@@ -87,36 +85,33 @@ def _first_start(home: Path) -> None:
         def progress(done: int, total: int, elapsed: float) -> None:
             bar.progress(done / total, text=f"Member {done} of {total} trained ({elapsed:.0f} s)")
 
-        version, _ = svc.ensure_demo_model(home, settings, progress=progress, stage=st.write)
+        version, _ = demo.ensure_demo_model(home, settings, progress=progress, stage=st.write)
         status.update(label=f"Demo model ready (version {version})", state="complete")
 
 
 def _model_problem(home: Path, exc: Exception) -> None:
     """The store's active pointer or model is damaged: say so and offer the versions."""
-    store = svc.model_store(home)
     st.error(f"The active model cannot be loaded: {exc}")
-    versions = [v.version for v in store.versions()]
+    versions = models.version_numbers(home)
     if versions:
         choice = st.selectbox("Activate another version", versions[::-1], key="ctx_repair")
         if st.button("Activate", key="ctx_repair_go"):
-            store.activate(int(choice))
+            models.activate_version(home, int(choice))
             st.rerun()
     st.stop()
 
 
 def get_context() -> ModelContext:
     """The active model and its zones, training the demo model on first start."""
-    home = svc.data_home()
-    store = svc.model_store(home)
+    home = models.data_home()
     try:
-        if store.active_version() is None:
+        if models.active_model_path(home) is None:
             _first_start(home)
-        version = store.active_version()
-        path = str(store.active_path())
-        model = _load_model(path, version)
-        trips = _training_trips(str(home), path, version)
-        key, boundaries, _ = st.session_state.get(SETTINGS_BOUNDARIES) or ("", None, "")
-        area = _service_area(str(home), path, version, key, boundaries)
+        version, path = models.active_model_path(home)
+        model = _load_model(str(path), version)
+        trips = _training_trips(str(home), str(path), version)
+        key, boundaries, _ = sidebar.boundaries() or ("", None, "")
+        area = _service_area(str(home), str(path), version, key, boundaries)
         _warm_up_charts()
     except (ModelFormatError, ValueError) as exc:
         _model_problem(home, exc)
@@ -127,7 +122,7 @@ def get_context() -> ModelContext:
         model=model,
         area=area,
         trips=trips,
-        synthetic=svc.is_synthetic(model),
+        synthetic=models.is_synthetic(model),
     )
 
 
@@ -142,92 +137,8 @@ def synthetic_banner(ctx: ModelContext) -> None:
         )
 
 
-def model_caption(ctx: ModelContext) -> str:
-    """One line naming the model version and its data."""
-    m = ctx.model
-    return (
-        f"Model version {ctx.version} · {len(m.members_)} members · "
-        f"{int(m.n_relevance_.sum())} relevance vectors · {svc.data_description(m)}"
-    )
-
-
-def basemap_enabled() -> bool:
-    return bool(st.session_state.get(SETTINGS_BASEMAP, False))
-
-
-PAGES = (
-    ("app.py", "Predict", ":material/route:"),
-    ("pages/1_Relevance_vectors.py", "Relevance vectors", ":material/hub:"),
-    ("pages/2_Retrain.py", "Retrain & publish", ":material/model_training:"),
-)
-
-
-def page_setup(title: str) -> None:
-    """Page configuration, navigation and map settings: the first call of every page.
-
-    The pages live in ``pages/`` (Streamlit's multipage layout, so a link to any page
-    works on a fresh server); the sidebar navigation is drawn here, with readable
-    names, instead of Streamlit's file-name based one (hidden in config.toml).
-    """
-    st.set_page_config(
-        page_title=f"{title} · vrvm travel times", page_icon=":material/route:", layout="wide"
-    )
-    with st.sidebar:
-        for path, label, icon in PAGES:
-            st.page_link(path, label=label, icon=icon)
-        st.divider()
-    sidebar_settings()
-
-
-def _keep(widget_key: str, key: str) -> None:
-    st.session_state[key] = st.session_state[widget_key]
-
-
-def _remove_boundaries() -> None:
-    current = st.session_state.pop(SETTINGS_BOUNDARIES, None)
-    if current:
-        st.session_state[f"{SETTINGS_BOUNDARIES}_removed"] = current[0]
-
-
-def sidebar_settings() -> None:
-    """Map settings shared by all pages (basemap, boundary polygons).
-
-    Streamlit forgets a widget's value when another page is shown, so the settings
-    are kept in their own session keys (``settings_basemap``, ``settings_boundaries``)
-    that the widgets only write to.
-    """
-    with st.sidebar:
-        st.subheader("Map settings")
-        st.toggle(
-            "Carto basemap (needs internet)",
-            value=basemap_enabled(),
-            key=f"{SETTINGS_BASEMAP}_toggle",
-            on_change=_keep,
-            args=(f"{SETTINGS_BASEMAP}_toggle", SETTINGS_BASEMAP),
-            help="Off by default so the app works offline; the zones and boundaries are "
-            "drawn without it.",
-        )
-        upload = st.file_uploader(
-            "Boundary polygons (GeoJSON)",
-            type=["geojson", "json"],
-            key="settings_boundary_upload",
-            help="For example Chicago community areas: zones are named after the polygon "
-            "they fall in, and the polygons are drawn under the zones.",
-        )
-        if upload is not None:
-            data = upload.getvalue()
-            key = hashlib.sha256(data).hexdigest()
-            current = st.session_state.get(SETTINGS_BOUNDARIES)
-            removed = st.session_state.get(f"{SETTINGS_BOUNDARIES}_removed")
-            if (not current or current[0] != key) and key != removed:
-                try:
-                    document = svc.parse_geojson(data)
-                    st.session_state[SETTINGS_BOUNDARIES] = (key, document, upload.name)
-                except ValueError as exc:
-                    st.error(str(exc))
-        current = st.session_state.get(SETTINGS_BOUNDARIES)
-        if current:
-            st.caption(f"Boundaries: {current[2]} ({len(current[1]['features'])} features)")
-            st.button(
-                "Remove boundaries", key="settings_boundary_remove", on_click=_remove_boundaries
-            )
+def page_header(title: str, ctx: ModelContext) -> None:
+    """The title, the caption naming the model and its data, the synthetic banner."""
+    st.title(title)
+    st.caption(models.model_caption(ctx.version, ctx.model))
+    synthetic_banner(ctx)

@@ -10,7 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from app_ui.context import ModelContext
-from vrvm import dashboard as svc
+from vrvm.services import coverage
+from vrvm.services.places import Place
 
 METRIC_LABELS = {"median": "Median travel time", "probability": "P(arrive within T)"}
 
@@ -44,36 +45,11 @@ def show_options(key: str) -> tuple[str, float]:
     return metric or "probability", float(confidence)
 
 
-def compute(ctx: ModelContext, origin: svc.Place, departure, threshold_min: float):
-    """Coverage grid, fill colours, tooltips and legend for the map."""
-    grid = svc.coverage_grid(ctx.model, ctx.area, origin, departure, threshold_min)
-    return grid
-
-
-def map_layers(grid: pd.DataFrame, metric: str, threshold_min: float):
-    fill, legend = svc.coverage_colors(grid, metric)
-    tips = [
-        f"median {m:.1f} min (80 %: {lo:.0f}-{hi:.0f})"
-        f"<br/>P(≤ {threshold_min:g} min) = {100 * p:.0f} %"
-        for m, lo, hi, p in zip(
-            grid["median_min"],
-            grid["lower80_min"],
-            grid["upper80_min"],
-            grid["prob_within"],
-            strict=True,
-        )
-    ]
-    return fill, tips, legend
-
-
-def legend_html(legend: list[tuple[str, str]], title: str) -> str:
-    items = "".join(
-        f"<span style='display:inline-block;margin:2px 10px 2px 0;white-space:nowrap'>"
-        f"<span style='display:inline-block;width:16px;height:12px;background:{colour};"
-        f"border:1px solid #999;vertical-align:middle;margin-right:4px'></span>{label}</span>"
-        for label, colour in legend
-    )
-    return f"<div style='font-size:0.85rem'><b>{title}</b><br/>{items}</div>"
+def compute(ctx: ModelContext, origin: Place, departure, threshold_min: float, metric: str):
+    """The coverage grid and the map's fill colours, tooltips and legend."""
+    grid = coverage.coverage_grid(ctx.model, ctx.area, origin, departure, threshold_min)
+    fill, tips, legend = coverage.coverage_map(grid, metric, threshold_min)
+    return grid, fill, tips, legend
 
 
 def show_results(
@@ -81,12 +57,12 @@ def show_results(
     ctx: ModelContext,
     grid: pd.DataFrame,
     *,
-    origin: svc.Place,
+    origin: Place,
     departure,
     threshold_min: float,
     confidence: float,
 ) -> None:
-    summary = svc.reachable_summary(grid, confidence)
+    summary = coverage.reachable_summary(grid, confidence)
     st.metric(
         f"Zones reached within {threshold_min:g} min with ≥ {100 * confidence:.0f} % probability",
         f"{summary['n_reached']} of {summary['n_zones']}",
@@ -99,7 +75,7 @@ def show_results(
     left, right = st.columns(2)
     left.download_button(
         "Download CSV",
-        svc.coverage_csv(grid, origin, departure, threshold_min, synthetic=ctx.synthetic),
+        coverage.coverage_csv(grid, origin, departure, threshold_min, synthetic=ctx.synthetic),
         file_name=f"{stem}.csv",
         mime="text/csv",
         key=f"{key}_csv",
@@ -107,7 +83,7 @@ def show_results(
     )
     right.download_button(
         "Download GeoJSON",
-        svc.coverage_geojson(grid, origin, departure, threshold_min, synthetic=ctx.synthetic),
+        coverage.coverage_geojson(grid, origin, departure, threshold_min, synthetic=ctx.synthetic),
         file_name=f"{stem}.geojson",
         mime="application/geo+json",
         key=f"{key}_geojson",

@@ -7,26 +7,36 @@ import streamlit as st
 
 from app_ui import charts
 from app_ui.context import ModelContext
-from vrvm import dashboard as svc
+from vrvm.services import forecast
+from vrvm.services.places import ODState
 
 
-def show(key: str, ctx: ModelContext, state: svc.ODState, departure, threshold_min: float) -> None:
+def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: float) -> None:
     """Median, mean, intervals, P(T <= threshold), the density and the daily profile."""
     if not state.complete:
         missing = "an origin and a destination" if state.origin is None else "a destination"
         st.info(f"Choose {missing}: click two zones on the map, or pick them from the lists.")
         return
-    forecast = svc.forecast_od(ctx.model, state.origin, state.dest, departure, threshold_min)
-    eighty = forecast.intervals.set_index("level").loc[0.8]
+    answer = forecast.answer_od(
+        ctx.model,
+        state.origin,
+        state.dest,
+        departure,
+        threshold_min,
+        trips=ctx.trips,
+        resolution=ctx.area.resolution,
+    )
+    result = answer.forecast
+    eighty = result.intervals.set_index("level").loc[0.8]
     cols = st.columns(4)
     cols[0].metric(
         "Median",
-        f"{forecast.median_min:.1f} min",
+        f"{result.median_min:.1f} min",
         help="Half of such trips take less, half take more.",
     )
     cols[1].metric(
         "Mean",
-        f"{forecast.mean_min:.1f} min",
+        f"{result.mean_min:.1f} min",
         help="Pulled up by the long right tail (occasional large delays).",
     )
     cols[2].metric(
@@ -34,19 +44,18 @@ def show(key: str, ctx: ModelContext, state: svc.ODState, departure, threshold_m
         f"{eighty['lower_min']:.0f}-{eighty['upper_min']:.0f} min",
         help="8 in 10 trips take this long.",
     )
-    cols[3].metric(f"P(arrive within {threshold_min:g} min)", f"{100 * forecast.prob_within:.0f} %")
-    st.caption(forecast.summary_text() + (" Synthetic data." if ctx.synthetic else ""))
+    cols[3].metric(f"P(arrive within {threshold_min:g} min)", f"{100 * result.prob_within:.0f} %")
+    st.caption(result.summary_text() + (" Synthetic data." if ctx.synthetic else ""))
 
     left, right = st.columns([3, 2])
     with left:
-        curve = svc.density_curve(forecast.dist)
         st.plotly_chart(
-            charts.density_figure(curve, forecast, synthetic=ctx.synthetic),
+            charts.density_figure(answer.density, result, synthetic=ctx.synthetic),
             key=f"{key}_density",
             width="stretch",
         )
     with right:
-        table = forecast.intervals.rename(
+        table = result.intervals.rename(
             columns={
                 "interval": "central interval",
                 "lower_min": "from (min)",
@@ -56,8 +65,9 @@ def show(key: str, ctx: ModelContext, state: svc.ODState, departure, threshold_m
         ).drop(columns="level")
         st.markdown("**Prediction intervals**")
         st.dataframe(table.round(1), hide_index=True, key=f"{key}_intervals", width="stretch")
-        quantiles = svc.quantile_table(forecast.dist, (0.1, 0.25, 0.5, 0.75, 0.9))
-        quantiles["quantile"] = [f"{100 * q:g} %" for q in quantiles["q"]]
+        quantiles = answer.quantiles.assign(
+            quantile=[f"{100 * q:g} %" for q in answer.quantiles["q"]]
+        )
         st.markdown("**Quantiles**")
         st.dataframe(
             quantiles[["quantile", "minutes"]].round(1),
@@ -66,21 +76,17 @@ def show(key: str, ctx: ModelContext, state: svc.ODState, departure, threshold_m
             width="stretch",
         )
         st.caption(
-            f"Exact mixture of {forecast.dist.n_components} ensemble members (faint curves, "
+            f"Exact mixture of {result.dist.n_components} ensemble members (faint curves, "
             "each drawn at 1/M of its density so they add up to the mixture)."
         )
 
-    profile = svc.time_of_day_profile(ctx.model, state.origin, state.dest, departure)
-    observed, rings = svc.observed_pair_trips(
-        ctx.trips, state.origin, state.dest, ctx.area.resolution, tz=ctx.model.tz_
-    )
     local = pd.Timestamp(departure)
     st.plotly_chart(
         charts.profile_figure(
-            profile,
-            observed,
+            answer.profile,
+            answer.observed,
             departure_hour=local.hour + local.minute / 60.0,
-            rings=rings,
+            rings=answer.observed_rings,
             synthetic=ctx.synthetic,
         ),
         key=f"{key}_profile",
@@ -91,8 +97,8 @@ def show(key: str, ctx: ModelContext, state: svc.ODState, departure, threshold_m
         f"Departures through {local:%A %d %b} ({weekday}), every 15 minutes; bands hold 50, 80 "
         "and 90 % of trips."
     )
-    if len(observed):
-        note += f" Dots: {len(observed)} observed training trips (all days) for this pair."
+    if len(answer.observed):
+        note += f" Dots: {len(answer.observed)} observed training trips (all days) for this pair."
     elif ctx.trips is None:
         note += " The training trips of this model were not kept, so none are overlaid."
     else:

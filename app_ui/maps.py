@@ -1,19 +1,24 @@
-"""pydeck decks of the dashboard (no Streamlit here: the components draw them).
+"""pydeck decks and map legends of the dashboard (no Streamlit here: the views draw them).
 
-The layer data and colours come from :mod:`vrvm.dashboard`; this module only puts them
-into deck.gl layers. Without a basemap (the offline default) the zones and boundary
+The layer data and colours come from :mod:`vrvm.services.map_layers`,
+:mod:`vrvm.services.boundaries` and :mod:`vrvm.services.colours`; this module only puts
+them into deck.gl layers. Without a basemap (the offline default) the zones and boundary
 layers are the whole map.
 """
 
 from __future__ import annotations
 
+import html
 import json
 
 import pandas as pd
 import pydeck as pdk
 from pydeck.bindings.json_tools import default_serialize
 
-from vrvm import dashboard as svc
+from vrvm.services import map_layers
+from vrvm.services.area import ServiceArea, ViewState
+from vrvm.services.boundaries import boundary_layers as boundary_collections
+from vrvm.services.places import ODState
 
 ZONE_LAYER = "zones"
 TOOLTIP_STYLE = {
@@ -57,7 +62,7 @@ def _styled(collection: dict, kind: str) -> dict:
 def boundary_layers(boundaries: dict | None) -> list[pdk.Layer]:
     """Non-pickable GeoJSON layers: polygons under the zones, lines and points on top."""
     layers = []
-    for kind, collection in svc.boundary_layers(boundaries).items():
+    for kind, collection in boundary_collections(boundaries).items():
         layers.append(
             pdk.Layer(
                 "GeoJsonLayer",
@@ -89,7 +94,7 @@ class CompactDeck(pdk.Deck):
         return json.dumps(self, sort_keys=True, default=default_serialize, separators=(",", ":"))
 
 
-def _deck(layers, view: svc.ViewState, *, basemap: bool, tooltip, pitch: float = 0) -> pdk.Deck:
+def _deck(layers, view: ViewState, *, basemap: bool, tooltip, pitch: float = 0) -> pdk.Deck:
     # map_provider=None with pydeck's default map_style sentinel draws no basemap at all
     # (map_style=None would make Streamlit fall back to a Carto basemap).
     kwargs: dict = {"map_provider": None}
@@ -106,15 +111,15 @@ def _deck(layers, view: svc.ViewState, *, basemap: bool, tooltip, pitch: float =
 
 
 def zone_deck(
-    area: svc.ServiceArea,
-    state: svc.ODState,
+    area: ServiceArea,
+    state: ODState,
     *,
     fill=None,
     tips=None,
     basemap: bool = False,
 ) -> pdk.Deck:
     """Clickable zones (layer id ``zones``) with origin A and destination B marked."""
-    data = svc.zone_layer_data(area, state, fill=fill, tips=tips)
+    data = map_layers.zone_layer_data(area, state, fill=fill, tips=tips)
     boundaries = boundary_layers(area.boundaries)
     areas = [layer for layer in boundaries if layer.id == "boundaries-areas"]
     overlays = [layer for layer in boundaries if layer.id != "boundaries-areas"]
@@ -136,7 +141,7 @@ def zone_deck(
     )
     od_zones = pdk.Layer(
         "H3HexagonLayer",
-        svc.od_zone_data(state),
+        map_layers.od_zone_data(state),
         id="od-zones",
         get_hexagon="zone",
         get_line_color="line",
@@ -146,7 +151,7 @@ def zone_deck(
         extruded=False,
         pickable=False,
     )
-    markers = svc.marker_data(state)
+    markers = map_layers.marker_data(state)
     layers = [*areas, zones, *overlays, od_zones]
     if len(markers):
         layers.append(
@@ -186,7 +191,7 @@ def zone_deck(
 def arc_deck(
     table: pd.DataFrame,
     colours,
-    area: svc.ServiceArea,
+    area: ServiceArea,
     *,
     basemap: bool = False,
 ) -> pdk.Deck:
@@ -253,3 +258,15 @@ def arc_deck(
     layers = [outline, *boundary_layers(area.boundaries), arcs, ends]
     # a tilted view, so that arcs rise off the map instead of overlapping as lines
     return _deck(layers, area.view, basemap=basemap, tooltip=tooltip, pitch=35)
+
+
+def legend_html(legend: list[tuple[str, str]], title: str) -> str:
+    """A colour legend (``(label, "#rrggbb")`` entries) as HTML; labels are escaped."""
+    items = "".join(
+        f"<span style='display:inline-block;margin:2px 10px 2px 0;white-space:nowrap'>"
+        f"<span style='display:inline-block;width:16px;height:12px;background:{colour};"
+        f"border:1px solid #999;vertical-align:middle;margin-right:4px'></span>"
+        f"{html.escape(label)}</span>"
+        for label, colour in legend
+    )
+    return f"<div style='font-size:0.85rem'><b>{html.escape(title)}</b><br/>{items}</div>"

@@ -2,13 +2,13 @@
 
 State keys (all prefixed with the component's ``key``):
 
-``{key}``            the :class:`vrvm.dashboard.ODState`
+``{key}``            the :class:`vrvm.services.places.ODState`
 ``{key}_map``        the pydeck chart (its selection state, set by Streamlit)
 ``{key}_origin``     origin selectbox; ``{key}_dest`` destination selectbox
 ``{key}_typed_o``, ``{key}_typed_d``  typed "lat, lon" text inputs
 ``{key}_error``      the last message about typed coordinates
 
-Map clicks and list choices go through :mod:`vrvm.dashboard` (``apply_map_selection``,
+Map clicks and list choices go through :mod:`vrvm.services.places` (``apply_map_selection``,
 ``place_from_label``, ``place_from_latlon``), so the page works without a mouse and the
 same code handles a real click and a test's injected selection.
 """
@@ -20,33 +20,36 @@ from dataclasses import replace
 import streamlit as st
 
 from app_ui import maps
-from vrvm import dashboard as svc
+from vrvm.services import places
+from vrvm.services.area import ServiceArea
+from vrvm.services.colours import DEST_RGB, ORIGIN_RGB
+from vrvm.services.places import ODState
 
 
-def get_state(key: str) -> svc.ODState:
-    return st.session_state.get(key) or svc.ODState()
+def get_state(key: str) -> ODState:
+    return st.session_state.get(key) or ODState()
 
 
-def set_state(key: str, state: svc.ODState) -> None:
+def set_state(key: str, state: ODState) -> None:
     st.session_state[key] = state
 
 
-def handle_map_event(key: str, area: svc.ServiceArea, *, mode: str = "od") -> svc.ODState:
+def handle_map_event(key: str, area: ServiceArea, *, mode: str = "od") -> ODState:
     """Apply the map's current selection (a click) to the state; call before drawing.
 
     ``mode="od"``: clicks alternate origin, destination; ``"origin"``: a click sets the
     origin (coverage map).
     """
     selection = st.session_state.get(f"{key}_map")
-    state = svc.apply_map_selection(get_state(key), selection, area, mode=mode)
+    state = places.apply_map_selection(get_state(key), selection, area, mode=mode)
     set_state(key, state)
     return state
 
 
-def _select(key: str, which: str, area: svc.ServiceArea) -> None:
+def _select(key: str, which: str, area: ServiceArea) -> None:
     label = st.session_state.get(f"{key}_{which}")
     state = get_state(key)
-    place = None if label is None else svc.place_from_label(area, label)
+    place = None if label is None else places.place_from_label(area, label)
     set_state(key, replace(state, **{which: place}))
 
 
@@ -58,22 +61,22 @@ def _clear(key: str) -> None:
     set_state(key, get_state(key).cleared())
 
 
-def _apply_typed(key: str, area: svc.ServiceArea) -> None:
+def _apply_typed(key: str, area: ServiceArea) -> None:
     state = get_state(key)
-    places = {}
+    typed = {}
     try:
         for which, field in (("origin", "typed_o"), ("dest", "typed_d")):
             text = (st.session_state.get(f"{key}_{field}") or "").strip()
             if text:
-                places[which] = svc.place_from_latlon(area, *svc.parse_latlon(text))
+                typed[which] = places.place_from_latlon(area, *places.parse_latlon(text))
     except ValueError as exc:
         st.session_state[f"{key}_error"] = str(exc)
         return
     st.session_state[f"{key}_error"] = None
-    set_state(key, replace(state, **places))
+    set_state(key, replace(state, **typed))
 
 
-def _sync_lists(key: str, state: svc.ODState, area: svc.ServiceArea) -> None:
+def _sync_lists(key: str, state: ODState, area: ServiceArea) -> None:
     """Show the current places in the lists (a map click changes them too)."""
     index = area.zone_index
     for which, place in (("origin", state.origin), ("dest", state.dest)):
@@ -83,7 +86,7 @@ def _sync_lists(key: str, state: svc.ODState, area: svc.ServiceArea) -> None:
         st.session_state[f"{key}_{which}"] = label
 
 
-def show_controls(key: str, area: svc.ServiceArea, *, mode: str = "od") -> svc.ODState:
+def show_controls(key: str, area: ServiceArea, *, mode: str = "od") -> ODState:
     """The list, swap/clear and typed-coordinate controls; returns the state."""
     state = get_state(key)
     _sync_lists(key, state, area)
@@ -155,15 +158,15 @@ def legend_html(mode: str) -> str:
             f"{text}"
         )
 
-    parts = [swatch(svc.ORIGIN_RGB, "A · origin")]
+    parts = [swatch(ORIGIN_RGB, "A · origin")]
     if mode == "od":
-        parts.append(swatch(svc.DEST_RGB, "B · destination"))
+        parts.append(swatch(DEST_RGB, "B · destination"))
     return "<div style='font-size:0.9rem'>" + "".join(parts) + "</div>"
 
 
 def show_map(
     key: str,
-    area: svc.ServiceArea,
+    area: ServiceArea,
     *,
     fill=None,
     tips=None,

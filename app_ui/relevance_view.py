@@ -8,15 +8,15 @@ from __future__ import annotations
 import streamlit as st
 
 from app_ui import charts, maps
-from app_ui.context import ModelContext, basemap_enabled
-from app_ui.coverage_view import legend_html
-from vrvm import dashboard as svc
+from app_ui.context import ModelContext
+from app_ui.sidebar import basemap_enabled
+from vrvm.services import relevance
 
 COLOR_LABELS = {"weight": "|weight|", "width": "kernel width"}
 
 
 def show(key: str, ctx: ModelContext) -> None:
-    table = svc.relevance_table(ctx.model)
+    table = relevance.relevance_table(ctx.model)
     n_members = len(ctx.model.members_)
     controls = st.columns([3, 3, 2])
     members = controls[0].multiselect(
@@ -35,8 +35,8 @@ def show(key: str, ctx: ModelContext) -> None:
         key=f"{key}_color",
         required=True,
     )
-    chosen = svc.filter_relevance(table, members=members, hours=hours)
-    colours, legend = svc.relevance_colors(chosen, by=colour_by or "weight")
+    chosen = relevance.filter_relevance(table, members=members, hours=hours)
+    colours, legend = relevance.relevance_colors(chosen, by=colour_by or "weight")
 
     stats = st.columns(4)
     stats[0].metric(
@@ -48,16 +48,16 @@ def show(key: str, ctx: ModelContext) -> None:
     )
     stats[1].metric("Members", n_members)
     stats[2].metric("Kernel widths", ", ".join(f"{w:.3g}" for w in ctx.model.kernel_widths_))
-    members_frame = svc.member_table(ctx.model)
+    members_frame = relevance.member_table(ctx.model)
     if ctx.model.target == "log":
         stats[3].metric(
             "Noise (median member)",
             f"±{members_frame['noise_pct'].median():.0f} %",
-            help=svc.noise_sentence(ctx.model),
+            help=relevance.noise_sentence(ctx.model),
         )
     else:
         stats[3].metric("Noise (median member)", f"{members_frame['noise_std'].median():.0f} s")
-    st.caption(svc.noise_sentence(ctx.model))
+    st.caption(relevance.noise_sentence(ctx.model))
 
     st.pydeck_chart(
         maps.arc_deck(chosen, colours, ctx.area, basemap=basemap_enabled()),
@@ -65,7 +65,7 @@ def show(key: str, ctx: ModelContext) -> None:
         height=520,
     )
     st.markdown(
-        legend_html(legend, f"Arc colour: {COLOR_LABELS[colour_by or 'weight']}"),
+        maps.legend_html(legend, f"Arc colour: {COLOR_LABELS[colour_by or 'weight']}"),
         unsafe_allow_html=True,
     )
     st.caption(
@@ -78,7 +78,7 @@ def show(key: str, ctx: ModelContext) -> None:
     left, right = st.columns([3, 2])
     with left:
         st.plotly_chart(
-            charts.elbo_figure(svc.elbo_curves(ctx.model)), key=f"{key}_elbo", width="stretch"
+            charts.elbo_figure(relevance.elbo_curves(ctx.model)), key=f"{key}_elbo", width="stretch"
         )
     with right:
         st.markdown("**Members**")

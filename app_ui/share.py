@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vrvm import dashboard as svc
+from vrvm.services import url_state
+from vrvm.services.area import ServiceArea
 
 
-def read_once(key: str, area: svc.ServiceArea, tz: str) -> svc.ViewParams | None:
+def read_once(key: str, area: ServiceArea, tz: str) -> url_state.ViewParams | None:
     """The view in the URL on the session's first run, else None."""
     if st.session_state.get(f"{key}_restored"):
         return None
     st.session_state[f"{key}_restored"] = True
-    view, warnings = svc.from_query_params(st.query_params.to_dict(), area, tz)
+    view, warnings = url_state.from_query_params(st.query_params.to_dict(), area, tz)
     st.session_state[f"{key}_warnings"] = warnings
     return view
 

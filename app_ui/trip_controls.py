@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from vrvm import dashboard as svc
+from vrvm.services import forecast
 
 DEFAULT_THRESHOLD_MIN = 15.0
 
@@ -26,7 +26,7 @@ def set_values(
 
 
 def _now(key: str, tz: str) -> None:
-    now = svc.default_departure(tz)
+    now = forecast.default_departure(tz)
     st.session_state[f"{key}_date"] = now.date()
     st.session_state[f"{key}_time"] = now.time()
 
@@ -55,4 +55,4 @@ def show(key: str, tz: str) -> tuple[pd.Timestamp, float]:
         key=f"{key}_threshold",
         help="Probability of arriving within T minutes; on the coverage map, per zone.",
     )
-    return svc.combine_departure(day, clock, tz), float(threshold)
+    return forecast.combine_departure(day, clock, tz), float(threshold)

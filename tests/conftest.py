@@ -56,28 +56,30 @@ def tiny_home(tmp_path_factory):
     synthetic_city(3000), two members, at most 150 basis functions, explicit widths:
     about two seconds to train.
     """
-    from vrvm import dashboard
+    from vrvm.services.demo import demo_settings, ensure_demo_model
 
     home = tmp_path_factory.mktemp("vrvm-home")
-    dashboard.ensure_demo_model(home, dashboard.demo_settings(TINY_DEMO_ENV))
+    ensure_demo_model(home, demo_settings(TINY_DEMO_ENV))
     return home
 
 
 @pytest.fixture(scope="session")
 def tiny_model(tiny_home):
     """The tiny demo model, loaded from its store."""
-    from vrvm import TravelTimeModel, dashboard
+    from vrvm import TravelTimeModel
+    from vrvm.trips.home import model_store
 
-    return TravelTimeModel.load(dashboard.model_store(tiny_home).active_path())
+    return TravelTimeModel.load(model_store(tiny_home).active_path())
 
 
 @pytest.fixture(scope="session")
 def tiny_area(tiny_home, tiny_model):
     """The tiny model's service area (zones over its training trips)."""
-    from vrvm import dashboard
+    from vrvm.services.area import build_service_area
+    from vrvm.trips.home import load_training_trips
 
-    trips = dashboard.load_training_trips(tiny_home, tiny_model)
-    return dashboard.build_service_area(tiny_model, trips=trips)
+    trips = load_training_trips(tiny_home, tiny_model)
+    return build_service_area(tiny_model, trips=trips)
 
 
 @pytest.fixture

@@ -11,9 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.cli import PREDICTION_COLUMNS, SCORE_COLUMNS, demo_predictions, main
-from vrvm.datasets import SYNTHETIC_CITY_NAME, synthetic_city, synthetic_city_geojson
-from vrvm.model import TravelTimeModel
+from vrvm.cli import main
+from vrvm.services.demo import demo_predictions
+from vrvm.services.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
+from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, synthetic_city, synthetic_city_geojson
 
 TRAIN_FAST = ["--members", "2", "--widths", "1,2", "--max-basis", "100", "--seed", "0"]
 
@@ -295,7 +297,13 @@ def test_train_with_holdout_stores_and_prints_the_metrics(workdir, tmp_path):
     assert "CRPS" in summary and "NLL" in summary and "90% interval coverage" in summary
     model = TravelTimeModel.load(tmp_path / "m")
     metrics = model.metrics_
-    assert metrics["holdout"] == {"fraction": 0.25, "seed": 0, "n_train": 1500, "n_test": 500}
+    assert metrics["holdout"] == {
+        "fraction": 0.25,
+        "how": "random",
+        "seed": 0,
+        "n_train": 1500,
+        "n_test": 500,
+    }
     assert metrics["n"] == 500 and metrics["crps_s"] > 0
     assert model.training_summary_["n_trips"] == 1500
     coverage = {i["level"]: i["coverage"] for i in metrics["intervals"]}
@@ -303,7 +311,7 @@ def test_train_with_holdout_stores_and_prints_the_metrics(workdir, tmp_path):
 
 
 def test_holdout_split_is_seeded_disjoint_and_in_file_order():
-    from vrvm.cli import _split_holdout
+    from vrvm.trips.split import split_holdout as _split_holdout
 
     trips = synthetic_city(200, seed=5)
     trips["tag"] = np.arange(200)
@@ -372,7 +380,8 @@ def test_demo_predictions_are_consistent(workdir):
 
 
 def test_demo_places_are_on_the_synthetic_map():
-    from vrvm.cli import _DEMO_TRIPS, _synthetic_lat_lon
+    from vrvm.services.demo import DEMO_TRIPS as _DEMO_TRIPS
+    from vrvm.trips.synthetic import synthetic_lat_lon as _synthetic_lat_lon
 
     airport = next(
         f for f in synthetic_city_geojson()["features"] if f["properties"]["kind"] == "airport"
@@ -405,7 +414,7 @@ def test_progress_bar_redraws_on_a_terminal():
 
 
 def test_update_a_model_directory_and_a_store(workdir, tmp_path):
-    from vrvm.storage import ModelStore
+    from vrvm.trips.model_store import ModelStore
 
     root, _, _ = workdir
     new = synthetic_city(300, seed=21)

@@ -1,41 +1,56 @@
-"""vrvm: probabilistic travel-time prediction with variational relevance vector machines."""
+"""vrvm: probabilistic travel-time prediction with variational relevance vector machines.
 
-from vrvm.blr import BayesianLinearRegression, NormalGammaPosterior
-from vrvm.datasets import synthetic_city, synthetic_city_geojson
-from vrvm.distributions import Normal, StudentT
-from vrvm.features import LocalProjection, TripFeaturizer, haversine_km, raw_distance_km
-from vrvm.metrics import evaluate_distribution
-from vrvm.mixture import MixtureDistribution
-from vrvm.model import TravelTimeModel, trips_sha256
-from vrvm.regressor import VRVMRegressor
-from vrvm.storage import (
-    ModelFormatError,
-    ModelManifest,
-    ModelStore,
-    VersionInfo,
-    load_model_dir,
-    read_model_manifest,
-    recover_model_dir,
-    save_model_dir,
+Layers, each importing only those below it: :mod:`vrvm.engine` (the numerical library),
+:mod:`vrvm.trips` (trip data, the travel-time model and its stores), :mod:`vrvm.services`
+(what the dashboard, the CLI and an HTTP API show) and :mod:`vrvm.cli`. The names below
+are the public API.
+"""
+
+from vrvm._version import __version__
+from vrvm.engine import (
+    BayesianLinearRegression,
+    MixtureDistribution,
+    Normal,
+    NormalGammaPosterior,
+    StudentT,
+    VRVMRegressor,
+    evaluate_distribution,
 )
 from vrvm.trips import (
     CANONICAL_COLUMNS,
     CleaningConfig,
     CleaningReport,
+    LocalProjection,
+    ModelFormatError,
+    ModelManifest,
+    ModelStore,
+    TravelTimeModel,
+    TripFeaturizer,
+    TripFileError,
+    TripStore,
+    UnknownLayoutError,
+    VersionInfo,
+    choose_h3_resolution,
     clean_trips,
     detect_schema,
-    read_trips,
-)
-from vrvm.zones import (
-    choose_h3_resolution,
+    haversine_km,
     latlng_to_zone,
+    load_model_dir,
+    raw_distance_km,
+    read_model_manifest,
+    read_trips,
+    recover_model_dir,
+    save_model_dir,
+    split_holdout,
     stratified_shards,
+    synthetic_city,
+    synthetic_city_geojson,
+    trip_ids,
+    trips_sha256,
     zone_grid,
     zone_of,
     zones_geojson,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CANONICAL_COLUMNS",
@@ -52,6 +67,9 @@ __all__ = [
     "StudentT",
     "TravelTimeModel",
     "TripFeaturizer",
+    "TripFileError",
+    "TripStore",
+    "UnknownLayoutError",
     "VRVMRegressor",
     "VersionInfo",
     "__version__",
@@ -67,9 +85,11 @@ __all__ = [
     "read_trips",
     "recover_model_dir",
     "save_model_dir",
+    "split_holdout",
     "stratified_shards",
     "synthetic_city",
     "synthetic_city_geojson",
+    "trip_ids",
     "trips_sha256",
     "zone_grid",
     "zone_of",

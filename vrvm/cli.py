@@ -29,45 +29,39 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import time
 import traceback
 import zoneinfo
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import pandas as pd
 
-from vrvm.datasets import (
-    SYNTHETIC_CITY_CENTER,
-    SYNTHETIC_CITY_NAME,
-    SYNTHETIC_CITY_TZ,
-    synthetic_city,
+from vrvm._version import __version__
+from vrvm.services.demo import DEMO_DAY, DEMO_DEPARTURES, DEMO_LEVEL, demo_predictions
+from vrvm.services.predictions import (
+    PREDICTION_COLUMNS,
+    SCORE_COLUMNS,
+    prediction_table,
+    read_queries,
 )
-from vrvm.features import EARTH_RADIUS_KM, haversine_km
-from vrvm.trips import SCHEMAS, CleaningConfig, CleaningReport, read_trips
+from vrvm.services.retrain import parse_widths
+from vrvm.trips.cleaning import CleaningReport
+from vrvm.trips.durable import atomic_write
+from vrvm.trips.layouts import SCHEMAS
+from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.model_dir import MODEL_FILE
+from vrvm.trips.model_store import VERSIONS_DIR, ModelStore
+from vrvm.trips.reader import read_trips
+from vrvm.trips.split import split_holdout
+from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, SYNTHETIC_CITY_TZ, synthetic_city
+from vrvm.trips.table import trips_sha256
 
-__all__ = ["build_parser", "demo_predictions", "main"]
+__all__ = ["build_parser", "main"]
 
 PROG = "vrvm"
-PREDICTION_COLUMNS = ("mean_s", "median_s", "std_s", "q05_s", "q25_s", "q75_s", "q95_s")
-SCORE_COLUMNS = ("logpdf", "cdf", "crps")
-_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-_HOLDOUT_STREAM = 0x686F6C64  # "hold": the holdout split's random stream of a seed
-
-# Queries are only dropped when they cannot be predicted (unreadable time, missing or
-# invalid coordinates) or carry a travel time that cannot be scored (zero or negative):
-# no plausibility thresholds, no duplicate removal, no distance limit.
-QUERY_CLEANING = CleaningConfig(
-    min_duration_s=None,
-    max_duration_s=None,
-    max_speed_kmh=None,
-    max_radius_km=None,
-    drop_duplicates=False,
-)
 
 
 class UsageError(Exception):
@@ -75,20 +69,6 @@ class UsageError(Exception):
 
 
 # --------------------------------------------------------------------------- output
-def _atomic_write(path: Path, write) -> None:
-    """Write through ``write(tmp_path)`` to a temporary file, then rename it to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 _CSV_COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
 
 
@@ -103,10 +83,10 @@ def _write_table(frame: pd.DataFrame, out: str, stdout: IO[str]) -> None:
     path = Path(out)
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
-        _atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
         compression = _CSV_COMPRESSION.get(suffix)
-        _atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=compression))
+        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=compression))
 
 
 class _ProgressBar:
@@ -162,17 +142,13 @@ def _n_jobs(text: str) -> int:
 
 
 def _widths(text: str) -> str | list[float]:
-    if text.strip().lower() == "auto":
-        return "auto"
     try:
-        values = [float(part) for part in text.split(",")]
+        widths = parse_widths(text)
     except ValueError:
-        values = []
-    if not values or not all(np.isfinite(v) and v > 0 for v in values):
         raise argparse.ArgumentTypeError(
             f"expected 'auto' or comma-separated positive numbers such as 0.5,1,2; got {text!r}"
-        )
-    return values
+        ) from None
+    return widths if isinstance(widths, str) else list(widths)
 
 
 def _fraction(text: str) -> float:
@@ -225,27 +201,6 @@ def _fit_with_progress(model, trips: pd.DataFrame, quiet: bool, stderr: IO[str])
     model.fit(trips, progress=progress)
 
 
-def _split_holdout(
-    trips: pd.DataFrame, fraction: float, seed: int
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A random ``fraction`` of ``trips`` held out for testing: ``(train, test)``.
-
-    Both keep file order; the split depends only on ``seed`` and the number of trips.
-    """
-    n = len(trips)
-    n_test = round(fraction * n)
-    if n_test < 1 or n_test >= n:
-        raise ValueError(
-            f"--holdout {fraction:g} of {n:,} trips leaves "
-            + ("no trips to test on" if n_test < 1 else "no trips to train on")
-        )
-    # Its own stream of the seed, so the split does not repeat the model's sharding draws.
-    rng = np.random.default_rng([_HOLDOUT_STREAM, seed])
-    test = np.zeros(n, dtype=bool)
-    test[rng.choice(n, size=n_test, replace=False)] = True
-    return trips.loc[~test].reset_index(drop=True), trips.loc[test].reset_index(drop=True)
-
-
 def _holdout_summary(metrics: dict[str, Any]) -> str:
     coverage = {entry["level"]: entry["coverage"] for entry in metrics["intervals"]}
     nll = "n/a" if metrics["nll"] is None else f"{metrics['nll']:.3f} nats"
@@ -259,8 +214,6 @@ def _holdout_summary(metrics: dict[str, Any]) -> str:
 
 
 def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
-    from vrvm.model import TravelTimeModel
-
     if args.backend != "dask" and args.scheduler is not None:
         raise UsageError("--scheduler needs --backend dask")
     _check_model_target(Path(args.out))  # before the fit, not after it
@@ -275,7 +228,7 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         split_seed = args.seed
         if split_seed is None:
             split_seed = int(np.random.SeedSequence().generate_state(1)[0])
-        trips, test = _split_holdout(trips, args.holdout, split_seed)
+        trips, test = split_holdout(trips, args.holdout, seed=split_seed)
     model = TravelTimeModel(
         n_members=args.members,
         target=args.target,
@@ -294,6 +247,7 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         metrics = {
             "holdout": {
                 "fraction": args.holdout,
+                "how": "random",
                 "seed": split_seed,
                 "n_train": len(trips),
                 "n_test": len(test),
@@ -327,7 +281,7 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
 def _check_model_target(path: Path) -> None:
     """Refuse early what saving would refuse: replacing something that is not a model."""
     if path.is_file() or (
-        path.is_dir() and not (path / "model.json").is_file() and any(path.iterdir())
+        path.is_dir() and not (path / MODEL_FILE).is_file() and any(path.iterdir())
     ):
         raise FileExistsError(
             f"{path} exists and is not a model directory; refusing to replace it "
@@ -335,19 +289,10 @@ def _check_model_target(path: Path) -> None:
         )
 
 
-def _load_model(path: str):
-    from vrvm.model import TravelTimeModel
-
-    return TravelTimeModel.load(path)
-
-
 def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
     """Sequential Bayesian update of a saved model (or of a store's active version)."""
-    from vrvm.model import TravelTimeModel, trips_sha256
-    from vrvm.storage import ModelStore
-
     target = Path(args.model)
-    is_store = (target / "versions").is_dir()
+    is_store = (target / VERSIONS_DIR).is_dir()
     if is_store:
         store = ModelStore(target)
         parent = store.active_version()
@@ -391,64 +336,16 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
     return 0
 
 
-def _prediction_table(model, queries: pd.DataFrame, report: CleaningReport) -> pd.DataFrame:
-    """The output of ``vrvm predict``: one row per input row, in file order.
-
-    Columns: ``row``, the predictive summaries and, when some rows carry a travel
-    time, that time and its scores. ``queries`` is read with ``row_numbers=True``;
-    the rows ``report`` dropped (and cells without a travel time) are NaN.
-    """
-    kept_rows = queries["row"].to_numpy(dtype=np.int64)
-    rows = np.sort(np.concatenate([kept_rows, *report.dropped_rows.values()]))
-    truth = queries["travel_time_s"].to_numpy(dtype=np.float64)
-    known = np.flatnonzero(np.isfinite(truth))
-    columns = [*PREDICTION_COLUMNS]
-    if known.size:
-        columns += ["travel_time_s", *SCORE_COLUMNS]
-    out = pd.DataFrame(np.nan, index=np.arange(len(rows)), columns=columns)
-    out.insert(0, "row", rows)
-    if len(queries) == 0:
-        return out
-    at = np.searchsorted(rows, kept_rows)  # positions of the kept rows in the output
-    dist = model.predict_dist(queries)
-    q05, q25, q50, q75, q95 = dist.ppf(np.array(_QUANTILES)[:, None])
-    predicted = {
-        "mean_s": dist.mean(),
-        "median_s": q50,
-        "std_s": dist.std(),
-        "q05_s": q05,
-        "q25_s": q25,
-        "q75_s": q75,
-        "q95_s": q95,
-    }
-    for column, values in predicted.items():
-        out.loc[at, column] = values
-    if known.size:
-        scored, y = dist[known], truth[known]
-        out.loc[at[known], "travel_time_s"] = y
-        out.loc[at[known], "logpdf"] = scored.logpdf(y)
-        out.loc[at[known], "cdf"] = scored.cdf(y)
-        out.loc[at[known], "crps"] = scored.crps(y)
-    return out
-
-
 def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
-    model = _load_model(args.model)
-    queries, report = read_trips(
-        args.queries,
-        schema=args.schema,
-        tz=args.tz or model.tz_,
-        cleaning=QUERY_CLEANING,
-        require_travel_time=False,
-        row_numbers=True,
-    )
+    model = TravelTimeModel.load(args.model)
+    queries, report = read_queries(args.queries, model, schema=args.schema, tz=args.tz)
     if report.dropped:
         stderr.write(
             f"vrvm: warning: {report.dropped:,} of {report.n_input:,} query rows could not "
             "be used; their predictions are empty:\n"
         )
         stderr.write("\n".join(report.summary().splitlines()[1:]) + "\n")
-    out = _prediction_table(model, queries, report)
+    out = prediction_table(model, queries, report)
     _write_table(out, args.out, stdout)
     if args.out != "-":
         stderr.write(f"wrote {len(queries):,} predictions to {args.out}\n")
@@ -499,7 +396,7 @@ def _format_metrics(metrics: dict[str, Any], model_path: str, test_path: str, mo
 
 
 def _cmd_evaluate(args, stdout: IO[str], stderr: IO[str]) -> int:
-    model = _load_model(args.model)
+    model = TravelTimeModel.load(args.model)
     trips, report = read_trips(args.test, schema=args.schema, tz=args.tz or model.tz_)
     if not args.quiet:
         _print_report(report, "test data", stderr)
@@ -525,92 +422,6 @@ def _cmd_demo_data(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 # --------------------------------------------------------------------------- demo
-@dataclass(frozen=True)
-class _DemoTrip:
-    """An example trip of ``vrvm demo``; ends in km east / north of Synthetica's centre."""
-
-    label: str
-    origin_km: tuple[float, float]
-    dest_km: tuple[float, float]
-
-
-# Places of the generative model documented in vrvm.datasets: downtown is
-# [-2.5, 2.5] x [0, 4] km, the airport at (16, -9), and the river runs along
-# y = -1.5 + sin(2 pi x / 12), bridged only at x = -6, 0 and 6; from downtown's east
-# edge, 6 km south means a detour over a bridge (an 11 km route), 6 km north does not.
-_DEMO_TRIPS = (
-    _DemoTrip("Downtown -> airport", (0.0, 2.0), (16.0, -9.0)),
-    _DemoTrip("Downtown -> 6 km N, same bank", (2.0, 2.0), (3.0, 8.0)),
-    _DemoTrip("Downtown -> 6 km S, over river", (2.0, 2.0), (3.0, -4.0)),
-    _DemoTrip("West side -> east side", (-7.0, 5.0), (7.0, 5.0)),
-    _DemoTrip("Short hop inside downtown", (0.0, 2.0), (2.0, 3.0)),
-)
-_DEMO_DAY = "2024-03-12"  # a Tuesday inside the six weeks the synthetic trips cover
-_DEMO_DEPARTURES = (("08:15", "rush"), ("03:00", "night"))
-_DEMO_LEVEL = 0.8
-
-
-def _synthetic_lat_lon(x_km: float, y_km: float) -> tuple[float, float]:
-    """A point of Synthetica's local plane in degrees (the map of :mod:`vrvm.datasets`)."""
-    lat0, lon0 = SYNTHETIC_CITY_CENTER
-    km_per_degree = EARTH_RADIUS_KM * np.pi / 180
-    lat = lat0 + y_km / km_per_degree
-    lon = lon0 + x_km / (km_per_degree * np.cos(np.radians(lat0)))
-    return float(lat), float(lon)
-
-
-def demo_predictions(model) -> pd.DataFrame:
-    """Example predictions of a model of the synthetic city, as ``vrvm demo`` prints them.
-
-    One row per example trip and departure time (08:15 and 03:00 on a Tuesday, the
-    city's clock), trip by trip: ``trip``, ``distance_km`` (straight line),
-    ``departure``, then in minutes ``median_min``, ``lo_min`` / ``hi_min`` (the
-    central 80 % interval) and ``deadline_min`` (T: the trip's 08:15 median plus a
-    minute, rounded up to whole 5 minutes), and ``p_within``, P(travel time <= T).
-    """
-    records = []
-    for trip in _DEMO_TRIPS:
-        origin_lat, origin_lon = _synthetic_lat_lon(*trip.origin_km)
-        dest_lat, dest_lon = _synthetic_lat_lon(*trip.dest_km)
-        for clock, _ in _DEMO_DEPARTURES:
-            records.append(
-                {
-                    "trip": trip.label,
-                    "departure": clock,
-                    "origin_lat": origin_lat,
-                    "origin_lon": origin_lon,
-                    "dest_lat": dest_lat,
-                    "dest_lon": dest_lon,
-                    "start_time": pd.Timestamp(f"{_DEMO_DAY} {clock}", tz=SYNTHETIC_CITY_TZ),
-                }
-            )
-    queries = pd.DataFrame.from_records(records)
-    dist = model.predict_dist(queries)
-    tail = (1 - _DEMO_LEVEL) / 2
-    lo, median, hi = dist.ppf(np.array([tail, 0.5, 1 - tail])[:, None])
-    # One deadline per trip for both departures: its rush-hour median plus a minute,
-    # rounded up to whole 5 minutes (so the rush-hour P(<=T) is clearly above one half).
-    first_median = median.reshape(len(_DEMO_TRIPS), len(_DEMO_DEPARTURES))[:, 0]
-    deadline_s = np.repeat(300.0 * np.ceil((first_median + 60.0) / 300.0), len(_DEMO_DEPARTURES))
-    return pd.DataFrame(
-        {
-            "trip": queries["trip"],
-            "distance_km": haversine_km(
-                queries["origin_lat"].to_numpy(),
-                queries["origin_lon"].to_numpy(),
-                queries["dest_lat"].to_numpy(),
-                queries["dest_lon"].to_numpy(),
-            ),
-            "departure": queries["departure"],
-            "median_min": median / 60,
-            "lo_min": lo / 60,
-            "hi_min": hi / 60,
-            "deadline_min": deadline_s / 60,
-            "p_within": dist.cdf(deadline_s),
-        }
-    )
-
-
 def _percent(p: float) -> str:
     """A probability as a whole percentage, never rounding to a certainty it is not."""
     if p > 0.995:
@@ -622,12 +433,12 @@ def _percent(p: float) -> str:
 
 def _format_demo_table(examples: pd.DataFrame) -> str:
     width = max(len("trip"), *(len(t) for t in examples["trip"]))
-    weekday = pd.Timestamp(_DEMO_DAY).day_name()
-    tail = round(100 * (1 - _DEMO_LEVEL) / 2)
-    level = f"{_DEMO_LEVEL:.0%}"
+    weekday = pd.Timestamp(DEMO_DAY).day_name()
+    tail = round(100 * (1 - DEMO_LEVEL) / 2)
+    level = f"{DEMO_LEVEL:.0%}"
     lines = [
         f"Example predictions for {SYNTHETIC_CITY_NAME}: SYNTHETIC trips made up by vrvm,",
-        f"not a real place. Departures on {weekday} {_DEMO_DAY}, city clock "
+        f"not a real place. Departures on {weekday} {DEMO_DAY}, city clock "
         f"({SYNTHETIC_CITY_TZ}); in minutes:",
         f"median and {level} interval ({tail}th-{100 - tail}th percentile) of the "
         "predicted travel time;",
@@ -637,7 +448,7 @@ def _format_demo_table(examples: pd.DataFrame) -> str:
         f"{'trip':<{width}}  {'km':>5}  {'departure':<13}{'median':>7}  "
         f"{f'{level} interval':>12}  {'T':>3}  P(<=T)",
     ]
-    labels = dict(_DEMO_DEPARTURES)
+    labels = dict(DEMO_DEPARTURES)
     previous = None
     for row in examples.itertuples():
         first = row.trip != previous
@@ -653,8 +464,6 @@ def _format_demo_table(examples: pd.DataFrame) -> str:
 
 
 def _cmd_demo(args, stdout: IO[str], stderr: IO[str]) -> int:
-    from vrvm.model import TravelTimeModel
-
     _check_model_target(Path(args.out))  # before the fit, not after it
     if not args.quiet:
         stderr.write(
@@ -682,8 +491,6 @@ def _cmd_demo(args, stdout: IO[str], stderr: IO[str]) -> int:
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``vrvm`` command."""
-    from vrvm import __version__
-
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Probabilistic travel-time prediction with ensembles of variational "

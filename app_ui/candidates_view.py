@@ -1,0 +1,165 @@
+"""Candidate models: the training form, the hold-out comparison and publishing.
+
+State keys (prefixed with the component's ``key``): the form's widgets
+(``{key}_members``, ``{key}_widths``, ``{key}_max_basis``, ``{key}_holdout``,
+``{key}_split``, ``{key}_option_<option>``), ``{key}_result`` (the last
+:class:`vrvm.services.retrain.RetrainResult`, unpublished) and the publish buttons.
+
+Nothing here changes the active model except the explicit "Publish" button; a failed or
+interrupted training leaves only a message.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_ui import charts, messages
+from app_ui.context import ModelContext
+from vrvm.services import demo, retrain
+
+
+def _settings_form(key: str) -> tuple[retrain.TrainingSettings, list[str]] | None:
+    with st.form(f"{key}_settings"):
+        cols = st.columns(4)
+        n_members = cols[0].number_input("Ensemble members", 1, 32, 4, key=f"{key}_members")
+        widths = cols[1].text_input(
+            "Kernel widths",
+            "auto",
+            key=f"{key}_widths",
+            help="'auto' (chosen by the evidence) or numbers such as '1.5, 3'",
+        )
+        max_basis = cols[2].number_input(
+            "Max basis functions", 20, 5000, 500, step=50, key=f"{key}_max_basis"
+        )
+        holdout = cols[3].slider("Hold-out share", 0.05, 0.5, 0.2, 0.05, key=f"{key}_holdout")
+        split = st.radio(
+            "Hold out",
+            ["random", "latest"],
+            format_func={"random": "a random share", "latest": "the most recent trips"}.get,
+            horizontal=True,
+            key=f"{key}_split",
+        )
+        st.markdown("**Candidate models**")
+        chosen = []
+        option_cols = st.columns(len(retrain.RETRAIN_OPTIONS))
+        for column, option in zip(option_cols, retrain.RETRAIN_OPTIONS, strict=True):
+            # both by default: compare them before publishing one
+            if column.checkbox(
+                option["label"], value=True, help=option["help"], key=f"{key}_option_{option['key']}"
+            ):
+                chosen.append(option["key"])
+        submitted = st.form_submit_button("Train and evaluate", type="primary")
+    if not submitted:
+        return None
+    try:
+        settings = retrain.TrainingSettings(
+            n_members=int(n_members),
+            kernel_widths=retrain.parse_widths(widths),
+            max_basis=int(max_basis),
+            holdout_fraction=float(holdout),
+            holdout_split=split,
+            n_jobs=demo.demo_settings().n_jobs,
+        )
+    except ValueError as exc:
+        st.error(str(exc))
+        return None
+    if not chosen:
+        st.error("Tick at least one way to produce a candidate model.")
+        return None
+    return settings, chosen
+
+
+def train_panel(key: str, ctx: ModelContext, *, n_stored: int) -> None:
+    """The form; on submit, train the candidates and score them beside the active model."""
+    form = _settings_form(key)
+    if n_stored == 0:
+        st.info(
+            "The trip store is empty: upload trip files (or add the synthetic demo trips) first."
+        )
+        return
+    if form is None:
+        return
+    settings, chosen = form
+    st.session_state.pop(f"{key}_result", None)
+    with st.status(f"Training on {n_stored:,} stored trips", expanded=True) as status:
+        bars: dict[str, object] = {}
+
+        def progress(option: str, done: int, total: int, elapsed: float) -> None:
+            if option not in bars:
+                bars[option] = st.progress(0.0)
+            bars[option].progress(
+                done / total, text=f"{option}: member {done} of {total} done ({elapsed:.0f} s)"
+            )
+
+        try:
+            result = retrain.train_candidates(
+                ctx.home,
+                settings,
+                chosen,
+                active=ctx.model,
+                active_version=ctx.version,
+                progress=progress,
+            )
+        except ValueError as exc:
+            status.update(label="Training failed; the active model is unchanged", state="error")
+            st.error(str(exc))
+            return
+        for name, message in result.errors.items():
+            st.error(f"{name} failed: {message}")
+        status.update(
+            label=f"Trained {len(result.candidates)} candidate(s); "
+            f"scored on {len(result.holdout):,} hold-out trips",
+            state="complete" if result.candidates else "error",
+        )
+    st.session_state[f"{key}_result"] = result
+
+
+def evaluation_panel(key: str, ctx: ModelContext) -> None:
+    """The candidates and the active model on the same hold-out trips, and publishing."""
+    result: retrain.RetrainResult | None = st.session_state.get(f"{key}_result")
+    if result is None or not result.candidates:
+        return
+    st.subheader("Hold-out evaluation")
+    st.caption(
+        f"All models scored on the same {len(result.holdout):,} hold-out trips, which no "
+        "candidate saw in training (the active model may have, if they were in its data)."
+    )
+    if result.active_name and not result.comparable:
+        st.warning(
+            "The active model was trained on another area: its scores on these trips "
+            "are not comparable."
+        )
+    st.dataframe(result.metrics_table().round(3), key=f"{key}_metrics", width="stretch")
+    scores = result.scores
+    left, right = st.columns(2)
+    left.plotly_chart(
+        charts.predicted_vs_observed_figure(
+            {name: s.predicted_vs_observed for name, s in scores.items()}
+        ),
+        key=f"{key}_pvo",
+        width="stretch",
+    )
+    right.plotly_chart(
+        charts.calibration_figure({name: s.calibration for name, s in scores.items()}),
+        key=f"{key}_calibration",
+        width="stretch",
+    )
+    st.plotly_chart(
+        charts.pit_figure({name: s.pit for name, s in scores.items()}),
+        key=f"{key}_pit",
+        width="stretch",
+    )
+
+    st.subheader("Publish")
+    for name in result.candidates:
+        crps = scores[name].metrics.get("crps_s")
+        label = f"Publish “{name}” as the new active model"
+        if crps is not None:
+            label += f" (hold-out CRPS {crps / 60:.2f} min)"
+        if st.button(label, key=f"{key}_publish_{name}", type="primary"):
+            version = retrain.publish_candidate(ctx.home, result, name)
+            st.session_state.pop(f"{key}_result", None)
+            messages.say(
+                f"Published version {version} and made it active. The Predict page now uses it."
+            )
+            st.rerun()

@@ -1,0 +1,83 @@
+"""Reach from an origin: coverage grid, colours, exports."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vrvm.services.coverage import (
+    coverage_colors,
+    coverage_csv,
+    coverage_geojson,
+    coverage_grid,
+    reachable_summary,
+)
+from vrvm.services.forecast import forecast_od
+from vrvm.services.places import place_from_zone
+
+DEPARTURE = pd.Timestamp("2024-03-05 08:15", tz="UTC")
+
+
+def test_coverage_grid_by_median_and_probability(tiny_model, tiny_area, pair):
+    origin, _ = pair
+    grid = coverage_grid(tiny_model, tiny_area, origin, DEPARTURE, threshold_min=15)
+    assert len(grid) == len(tiny_area.grid)
+    assert grid["prob_within"].between(0, 1).all()
+    assert (grid["lower80_min"] < grid["median_min"]).all()
+    assert (grid["median_min"] < grid["upper80_min"]).all()
+    for i in (0, len(grid) // 2):
+        dest = place_from_zone(tiny_area, grid["zone"][i])
+        single = forecast_od(tiny_model, origin, dest, DEPARTURE, 15)
+        assert grid["median_min"][i] == pytest.approx(single.median_min, rel=1e-9)
+        assert grid["prob_within"][i] == pytest.approx(single.prob_within, abs=1e-12)
+    longer = coverage_grid(tiny_model, tiny_area, origin, DEPARTURE, threshold_min=30)
+    assert (longer["prob_within"] >= grid["prob_within"]).all()
+    summary = reachable_summary(longer, 0.9)
+    assert summary["n_reached"] == int((longer["prob_within"] >= 0.9).sum())
+    assert summary["n_zones"] == len(grid) and 0 <= summary["share"] <= 1
+
+
+def test_coverage_colours_and_legends(tiny_model, tiny_area, pair):
+    grid = coverage_grid(tiny_model, tiny_area, pair[0], DEPARTURE, threshold_min=15)
+    colours, legend = coverage_colors(grid, "probability")
+    assert colours.shape == (len(grid), 4)
+    assert [label for label, _ in legend] == [
+        "0 % - 50 %",
+        "50 % - 80 %",
+        "80 % - 90 %",
+        "90 % - 95 %",
+        "95 % - 100 %",
+    ]
+    top = grid["prob_within"].to_numpy() >= 0.95
+    if top.any():
+        assert (colours[top, :3] == (0, 109, 44)).all()
+    colours, legend = coverage_colors(grid, "median")
+    edges = [float(label.split(" min")[0]) for label, _ in legend]
+    assert edges[0] <= grid["median_min"].min() and len({c for _, c in legend}) == len(legend)
+    with pytest.raises(ValueError, match="metric"):
+        coverage_colors(grid, "mean")
+
+
+def test_coverage_exports(tiny_model, tiny_area, pair):
+    origin = pair[0]
+    grid = coverage_grid(tiny_model, tiny_area, origin, DEPARTURE, threshold_min=8)
+    table = pd.read_csv(
+        io.BytesIO(coverage_csv(grid, origin, DEPARTURE, 8, synthetic=True))
+    )
+    assert len(table) == len(grid)
+    assert {"zone", "label", "median_min", "p_within_8min", "departure", "data"} <= set(table)
+    np.testing.assert_allclose(table["p_within_8min"], grid["prob_within"], rtol=1e-5)
+    assert table["data"].str.contains("SYNTHETIC").all()
+    document = json.loads(coverage_geojson(grid, origin, DEPARTURE, 8, synthetic=True))
+    assert document["type"] == "FeatureCollection" and document["synthetic"] is True
+    assert len(document["features"]) == len(grid)
+    feature = document["features"][0]
+    assert feature["geometry"]["type"] == "Polygon"
+    assert feature["properties"]["zone"] == grid["zone"][0]
+    assert math.isclose(feature["properties"]["p_within_8min"], grid["prob_within"][0])
+    assert document["threshold_min"] == 8.0 and document["origin"]["lat"] == origin.lat

@@ -1,0 +1,106 @@
+"""The answer for one trip: summary, quantiles, density, day profile, observed trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vrvm.services.forecast import (
+    density_curve,
+    forecast_od,
+    observed_pair_trips,
+    quantile_table,
+    query_frame,
+    time_of_day_profile,
+)
+from vrvm.trips.home import load_training_trips
+from vrvm.trips.zones import latlng_to_zone
+
+DEPARTURE = pd.Timestamp("2024-03-05 08:15", tz="UTC")
+
+
+def test_forecast_in_minutes_matches_the_mixture(tiny_model, pair):
+    origin, dest = pair
+    forecast = forecast_od(tiny_model, origin, dest, DEPARTURE, threshold_min=20)
+    dist = tiny_model.predict_dist(query_frame(origin, dest, DEPARTURE))
+    assert forecast.median_min == pytest.approx(dist.median()[0] / 60)
+    assert forecast.mean_min == pytest.approx(dist.mean()[0] / 60)
+    assert forecast.prob_within == pytest.approx(dist.cdf(1200.0)[0])
+    table = forecast.intervals
+    assert table["level"].tolist() == [0.5, 0.8, 0.95]
+    assert table["interval"].tolist() == ["50 %", "80 %", "95 %"]
+    lo95, hi95 = dist.interval(0.95)
+    assert table["lower_min"].iloc[2] == pytest.approx(lo95[0] / 60)
+    assert table["upper_min"].iloc[2] == pytest.approx(hi95[0] / 60)
+    # nested intervals around the median
+    assert np.all(np.diff(table["lower_min"]) < 0) and np.all(np.diff(table["upper_min"]) > 0)
+    assert table["lower_min"].iloc[0] < forecast.median_min < table["upper_min"].iloc[0]
+    np.testing.assert_allclose(table["width_min"], table["upper_min"] - table["lower_min"])
+    text = forecast.summary_text()
+    assert f"{forecast.median_min:.0f} min" in text and "P(arrive within 20 min)" in text
+
+
+def test_quantile_table(tiny_model, pair):
+    dist = tiny_model.predict_dist(query_frame(*pair, DEPARTURE))
+    table = quantile_table(dist, (0.1, 0.5, 0.9))
+    assert table["minutes"].is_monotonic_increasing
+    assert table["minutes"].iloc[1] == pytest.approx(dist.median()[0] / 60)
+
+
+def test_density_curve_is_the_mixture_and_its_members(tiny_model, pair):
+    dist = tiny_model.predict_dist(query_frame(*pair, DEPARTURE))
+    curve = density_curve(dist, n_points=800)
+    members = curve[[c for c in curve.columns if c.startswith("member_")]]
+    assert members.shape[1] == tiny_model.n_members
+    np.testing.assert_allclose(members.sum(axis=1), curve["density"], rtol=1e-10)
+    mass = np.trapezoid(curve["density"], curve["minutes"])
+    assert 0.99 < mass <= 1.0
+    assert curve["minutes"].is_monotonic_increasing and curve["minutes"].iloc[0] > 0
+
+
+def test_time_of_day_profile(tiny_model, pair):
+    origin, dest = pair
+    profile = time_of_day_profile(tiny_model, origin, dest, DEPARTURE, step_min=15)
+    assert len(profile) == 97 and profile["hour"].iloc[-1] == 24.0
+    quantiles = profile[["q05", "q10", "q25", "q50", "q75", "q90", "q95"]].to_numpy()
+    assert np.all(np.diff(quantiles, axis=1) > 0)
+    at_departure = profile.loc[profile["hour"] == 8.25, "q50"].iloc[0]
+    single = forecast_od(tiny_model, origin, dest, DEPARTURE, 10).median_min
+    assert at_departure == pytest.approx(single, rel=1e-9)
+    assert profile["departure"].iloc[0] == pd.Timestamp("2024-03-05", tz="UTC")
+
+
+@pytest.mark.parametrize("day", ["2024-03-10", "2024-11-03"])
+def test_time_of_day_profile_across_daylight_saving_changes(tiny_model, pair, day):
+    import copy
+
+    chicago = copy.copy(tiny_model)
+    chicago.tz_ = "America/Chicago"
+    departure = pd.Timestamp(f"{day} 12:00", tz="America/Chicago").tz_convert("UTC")
+    profile = time_of_day_profile(chicago, *pair, departure)
+    assert len(profile) == 97 and profile["departure"].iloc[0].day == int(day[-2:])
+    assert str(profile["departure"].dt.tz) == "America/Chicago"
+
+
+def test_observed_trips_of_a_zone_pair(tiny_home, tiny_model, tiny_area, pair):
+    trips = load_training_trips(tiny_home, tiny_model)
+    origin, dest = pair
+    observed, rings = observed_pair_trips(
+        trips, origin, dest, tiny_area.resolution, min_trips=1
+    )
+    o = latlng_to_zone(trips["origin_lat"], trips["origin_lon"], tiny_area.resolution)
+    d = latlng_to_zone(trips["dest_lat"], trips["dest_lon"], tiny_area.resolution)
+    expected = trips[(o == origin.zone) & (d == dest.zone)]
+    if len(expected):
+        assert rings == 0 and len(observed) == len(expected)
+        np.testing.assert_allclose(
+            np.sort(observed["minutes"]), np.sort(expected["travel_time_s"] / 60)
+        )
+    # asking for many trips widens the search to neighbouring zones
+    wide, wide_rings = observed_pair_trips(
+        trips, origin, dest, tiny_area.resolution, min_trips=10**6, max_rings=1
+    )
+    assert wide_rings == 1 and len(wide) >= len(observed)
+    assert set(wide.columns) == {"hour", "minutes", "start_time", "weekend"}
+    assert observed_pair_trips(None, origin, dest, 8)[0].empty

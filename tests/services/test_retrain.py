@@ -1,0 +1,142 @@
+"""Retraining: candidates from the store, scored on one hold-out, published."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from vrvm import TravelTimeModel, synthetic_city
+from vrvm.services.evaluation import (
+    calibration_curve,
+    metrics_table,
+    pit_frame,
+    predicted_vs_observed,
+)
+from vrvm.services.models import activate_version, versions_table
+from vrvm.services.retrain import (
+    TrainingSettings,
+    parse_widths,
+    publish_candidate,
+    run_retrain,
+    train_candidates,
+)
+from vrvm.trips.home import load_training_trips, model_store, trip_store
+
+
+def test_parse_widths():
+    assert parse_widths(" Auto ") == "auto"
+    assert parse_widths("1, 2.5") == (1.0, 2.5)
+    assert parse_widths([1, 2]) == (1.0, 2.0)
+    for bad in ("x", "0", "-1, 2", "inf"):
+        with pytest.raises(ValueError):
+            parse_widths(bad)
+
+
+SMALL = TrainingSettings(
+    n_members=2, kernel_widths=(1.5, 3.0), max_basis=80, holdout_fraction=0.25
+)
+
+
+def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_model):
+    home = tmp_path / "home"
+    shutil.copytree(tiny_home, home)
+    store = trip_store(home)
+    added = store.add(synthetic_city(800, seed=21), source="upload.csv")
+    assert added.n_added == 800
+    calls = []
+    result = train_candidates(
+        home,
+        SMALL,
+        ["full", "update"],
+        active=tiny_model,
+        active_version=1,
+        progress=lambda *args: calls.append(args),
+    )
+    assert (len(result.train), len(result.holdout)) == (600, 200)
+    full, update = "Full retrain", "Update with new trips (fast)"
+    assert list(result.candidates) == [full, update] and result.errors == {}
+    assert result.kinds == {full: "train", update: "update"}
+    assert result.trips_used == {full: 600, update: 600}  # added after version 1: all new
+    assert result.candidates[update] is not tiny_model
+    assert calls[-1][:3] == ("full", 2, 2)
+    assert set(result.metrics) == {full, update, "active (v1)"}
+    assert result.comparable
+    table = result.metrics_table()
+    assert table.equals(metrics_table(result.metrics))
+    assert list(table.columns) == [full, update, "active (v1)"]
+    assert table.loc["trips scored"].tolist() == [200, 200, 200]
+    assert table.loc["CRPS (min)", "Full retrain"] == pytest.approx(
+        result.metrics["Full retrain"]["crps_s"] / 60
+    )
+    # publishing makes a new active version and leaves the old one re-activatable
+    version = publish_candidate(home, result, "Full retrain")
+    models = model_store(home)
+    assert version == 2 and models.active_version() == 2
+    info = models.versions()[-1].info
+    assert info["kind"] == "train" and info["parent"] == 1 and info["n_trips"] == 600
+    published = TravelTimeModel.load(models.active_path())
+    assert published.metrics_["n"] == 200
+    assert load_training_trips(home, published) is not None
+    assert publish_candidate(home, result, update) == 3
+    info = models.versions()[-1].info
+    assert (info["kind"], info["parent"], info["n_trips"]) == ("update", 1, 600)
+    versions = versions_table(home)
+    assert versions["version"].tolist() == [3, 2, 1]
+    assert versions["active"].tolist() == [True, False, False]
+    assert versions["kind"].tolist() == ["update", "train", "demo"]
+    activate_version(home, 1)
+    assert versions_table(home)["active"].tolist() == [False, False, True]
+
+
+def test_a_failed_training_publishes_nothing(tmp_path, tiny_home, tiny_model):
+    home = tmp_path / "home"
+    shutil.copytree(tiny_home, home)
+    trips = synthetic_city(60, seed=4)
+    bad = TrainingSettings(n_members=40, kernel_widths=(1.0,), max_basis=10)
+    result = run_retrain(trips, bad, active=tiny_model, active_version=1)
+    assert result.candidates == {} and "too few" in result.errors["Full retrain"]
+    empty = run_retrain(
+        trips,
+        SMALL,
+        options=["update"],
+        active=tiny_model,
+        active_version=1,
+        new_trips=trips.iloc[:0],
+    )
+    assert "no trips were added" in empty.errors["Update with new trips (fast)"]
+    assert model_store(home).active_version() == 1
+    assert len(model_store(home).versions()) == 1
+
+
+def test_retrain_charts_data(tiny_model):
+    holdout = synthetic_city(300, seed=9)
+    y = holdout["travel_time_s"].to_numpy()
+    dist = tiny_model.predict_dist(holdout)
+    pvo = predicted_vs_observed(dist, y, max_points=100)
+    assert len(pvo) == 100
+    assert (pvo["lower_min"] <= pvo["median_min"]).all() and (
+        pvo["median_min"] <= pvo["upper_min"]
+    ).all()
+    assert pvo["inside"].mean() == pytest.approx(0.8, abs=0.15)
+    curve = calibration_curve(dist, y, levels=(0.5, 0.9))
+    assert curve["nominal"].tolist() == [0.5, 0.9]
+    assert curve["observed"].is_monotonic_increasing
+    metrics = tiny_model.evaluate(holdout)
+    pit = pit_frame(metrics)
+    assert len(pit) == 10 and pit["density"].mean() == pytest.approx(1.0)
+    assert pit_frame({}).empty
+
+
+def test_update_learns_only_the_new_trips_of_the_training_part(tiny_model):
+    trips = synthetic_city(400, seed=5)
+    result = run_retrain(
+        trips, SMALL, options=["update"], active=tiny_model, active_version=1, new_trips=trips.head(100)
+    )
+    name = "Update with new trips (fast)"
+    candidate = result.candidates[name]
+    assert result.kinds[name] == "update"
+    assert candidate is not tiny_model and tiny_model.n_updates_ == 0  # active model untouched
+    held_out = int(result.holdout["start_time"].isin(trips.head(100)["start_time"]).sum())
+    assert candidate.n_updates_ == 100 - held_out == result.trips_used[name]
+    assert 0 < candidate.n_updates_ < 100

@@ -1,0 +1,1 @@
+"""Developer tools beside the product: driving the app in a browser, taking screenshots."""

@@ -1,0 +1,125 @@
+"""Take the dashboard screenshots in ``assets/`` from the real app in headless Chromium.
+
+    python tools/screenshots.py [--home DIR] [--out assets]
+
+Starts ``streamlit run app.py`` on a free port with ``VRVM_HOME=DIR`` (default: a
+temporary copy-free directory, so the first start trains the demo model), then:
+
+* Predict: clicks two zones on the map (positions computed from the deck's initial
+  view), waits for the density chart -> ``predict.png``; switches to the coverage map
+  -> ``coverage.png``;
+* Relevance vectors -> ``relevance.png``;
+* Retrain: adds the synthetic demo trips, trains a small candidate and waits for the
+  hold-out evaluation -> ``retrain.png`` (in a scratch copy of the home, so the given
+  home's store is not changed).
+
+Needs Chromium at /usr/bin/chromium (``apt-get install chromium``) and Playwright.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tools.browser import (  # noqa: E402 (after the path set-up)
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    click_zone,
+    streamlit_server,
+    two_zones,
+)
+
+
+def shoot(page, path: Path) -> None:
+    """Screenshot the whole page: Streamlit scrolls inside a container, so the viewport
+    is first made as tall as the content."""
+    # no tooltip or hover highlight in the picture: hover an empty corner of the map
+    canvas = page.locator("canvas").first
+    if canvas.count():
+        box = canvas.bounding_box()
+        page.mouse.move(box["x"] + 3, box["y"] + 3)
+        page.wait_for_timeout(300)
+    page.mouse.move(0, 0)
+    height = page.evaluate(
+        "() => { const main = document.querySelector('[data-testid=\"stMainBlockContainer\"]');"
+        " return main ? main.getBoundingClientRect().height + 40 : 1000; }"
+    )
+    page.set_viewport_size({"width": 1440, "height": int(min(max(height, 1000), 4000)) + 20})
+    page.wait_for_timeout(2500)
+    page.screenshot(path=path)
+    page.set_viewport_size({"width": 1440, "height": 1000})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=REPO / "assets")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    scratch = Path(tempfile.mkdtemp(prefix="vrvm-shots-"))
+    home = args.home or scratch / "home"
+    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        # the first start trains the demo model: allow for it
+        with streamlit_server(home, scratch / "streamlit.log", timeout_s=180) as url:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={"width": 1440, "height": 1000})
+                # a weekday morning peak, through a shared link
+                page.goto(f"{url}/?t=2024-03-05T08:15&thr=20")
+                page.wait_for_selector("canvas", timeout=180_000)
+                page.wait_for_timeout(2500)
+                canvas = page.locator("canvas").first
+                box = canvas.bounding_box()
+                for label, x, y in two_zones(home, box["width"], box["height"]):
+                    click_zone(page, canvas, label, x, y)
+                page.get_by_text("Predictive distribution of the travel time").wait_for(
+                    timeout=30_000
+                )
+                page.wait_for_timeout(2500)
+                shoot(page, args.out / "predict.png")
+
+                page.get_by_text("Reach from an origin").click()
+                page.get_by_text("Download GeoJSON").wait_for(timeout=30_000)
+                page.wait_for_timeout(2500)
+                shoot(page, args.out / "coverage.png")
+
+                page.goto(f"{url}/Relevance_vectors")
+                page.wait_for_selector("canvas", timeout=60_000)
+                page.get_by_text("ELBO per iteration").wait_for(timeout=30_000)
+                page.wait_for_timeout(3000)
+                shoot(page, args.out / "relevance.png")
+                browser.close()
+
+        # Retrain in a scratch copy so the given home's trip store stays as it was.
+        retrain_home = scratch / "retrain-home"
+        if home != retrain_home:
+            shutil.copytree(home, retrain_home, dirs_exist_ok=True)
+        with streamlit_server(retrain_home, scratch / "streamlit-retrain.log") as url:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = browser.new_page(viewport={"width": 1440, "height": 1000})
+                page.goto(f"{url}/Retrain")
+                page.get_by_role("button", name="Add 2,000 synthetic demo trips").click()
+                page.get_by_text("Added 2,000 synthetic demo trips").wait_for(timeout=60_000)
+                members = page.get_by_label("Ensemble members")
+                members.fill("3")
+                page.get_by_role("button", name="Train and evaluate").click()
+                page.get_by_text("Hold-out evaluation").wait_for(timeout=180_000)
+                page.wait_for_timeout(3000)
+                shoot(page, args.out / "retrain.png")
+                browser.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"screenshots written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

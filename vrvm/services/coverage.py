@@ -1,0 +1,156 @@
+"""Reach from an origin: every zone's travel time and chance of being reached within T.
+
+A probability-of-coverage map (Westgate et al. 2013): from one origin at one departure
+time, :func:`coverage_grid` gives each zone's median travel time, 80 % interval and
+P(T <= threshold); :func:`coverage_map` colours the zones and writes their tooltips,
+:func:`coverage_csv` and :func:`coverage_geojson` export the table.
+
+References
+----------
+Westgate, Woodard, Matteson & Henderson (2013), "Travel time estimation for ambulances
+using Bayesian data augmentation", Annals of Applied Statistics 7(2), 1139-1161.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vrvm.services._format import format_number
+from vrvm.services.area import ServiceArea
+from vrvm.services.colours import (
+    PROBABILITY_EDGES,
+    PROBABILITY_PALETTE,
+    TIME_PALETTE,
+    binned_colors,
+    legend_entries,
+    nice_edges,
+)
+from vrvm.services.forecast import query_frame
+from vrvm.services.places import Place
+from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.zones import zones_geojson
+
+__all__ = [
+    "COVERAGE_METRICS",
+    "coverage_colors",
+    "coverage_csv",
+    "coverage_geojson",
+    "coverage_grid",
+    "coverage_map",
+    "reachable_summary",
+]
+
+COVERAGE_METRICS = ("median", "probability")
+
+
+def coverage_grid(
+    model: TravelTimeModel,
+    area: ServiceArea,
+    origin: Place,
+    departure,
+    threshold_min: float,
+) -> pd.DataFrame:
+    """Median travel time and P(T <= threshold) from ``origin`` to every zone.
+
+    Returns the area's grid (``zone``, ``number``, ``label``, ``lat``, ``lon``,
+    ``boundary``) with ``median_min``, ``lower80_min``, ``upper80_min`` and
+    ``prob_within`` (probability of arriving within ``threshold_min``).
+    """
+    grid = area.grid
+    dist = model.predict_dist(query_frame(origin, grid, departure))
+    quantiles = dist.ppf(np.array([[0.1], [0.5], [0.9]])) / 60.0
+    out = grid[["zone", "number", "label", "lat", "lon", "boundary"]].copy()
+    out["median_min"] = quantiles[1]
+    out["lower80_min"] = quantiles[0]
+    out["upper80_min"] = quantiles[2]
+    out["prob_within"] = dist.prob_within(60.0 * float(threshold_min))
+    return out
+
+
+def reachable_summary(grid: pd.DataFrame, confidence: float) -> dict[str, Any]:
+    """How many zones are reached within the threshold with at least ``confidence``."""
+    reached = grid["prob_within"].to_numpy() >= confidence
+    return {
+        "n_zones": len(grid),
+        "n_reached": int(reached.sum()),
+        "share": float(reached.mean()) if len(grid) else 0.0,
+        "confidence": float(confidence),
+    }
+
+
+def coverage_colors(
+    grid: pd.DataFrame, metric: str, *, n_bins: int = 6
+) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Fill colours of a coverage grid and the legend, by median time or probability."""
+    if metric == "median":
+        edges = nice_edges(grid["median_min"].to_numpy(), n_bins)
+        colours = binned_colors(grid["median_min"].to_numpy(), edges, TIME_PALETTE)
+        legend = legend_entries(edges, TIME_PALETTE, lambda v: f"{v:g} min")
+        return colours, legend
+    if metric == "probability":
+        edges = np.asarray(PROBABILITY_EDGES)
+        colours = binned_colors(grid["prob_within"].to_numpy(), edges, PROBABILITY_PALETTE)
+        legend = legend_entries(edges, PROBABILITY_PALETTE, lambda v: f"{100 * v:g} %")
+        return colours, legend
+    raise ValueError(f"metric must be one of {COVERAGE_METRICS}, got {metric!r}")
+
+
+def _export_frame(
+    grid: pd.DataFrame, origin: Place, departure, threshold_min: float
+) -> pd.DataFrame:
+    out = grid.drop(columns=["boundary"], errors="ignore").copy()
+    out = out.rename(columns={"prob_within": f"p_within_{format_number(threshold_min)}min"})
+    out.insert(0, "origin_lat", origin.lat)
+    out.insert(1, "origin_lon", origin.lon)
+    out.insert(2, "departure", pd.Timestamp(departure).isoformat())
+    out.insert(3, "threshold_min", float(threshold_min))
+    return out
+
+
+def coverage_csv(
+    grid: pd.DataFrame, origin: Place, departure, threshold_min: float, *, synthetic: bool = False
+) -> bytes:
+    """The coverage table as CSV (UTF-8), one row per zone."""
+    out = _export_frame(grid, origin, departure, threshold_min)
+    if synthetic:
+        out["data"] = "SYNTHETIC (Synthetica, not a real city)"
+    for column in ("median_min", "lower80_min", "upper80_min"):
+        out[column] = out[column].round(3)
+    return out.to_csv(index=False, float_format="%.6g").encode("utf-8")
+
+
+def coverage_geojson(
+    grid: pd.DataFrame, origin: Place, departure, threshold_min: float, *, synthetic: bool = False
+) -> bytes:
+    """The coverage map as a GeoJSON FeatureCollection of zone polygons."""
+    props = _export_frame(grid, origin, departure, threshold_min)
+    props["boundary"] = grid["boundary"].to_numpy()
+    document = zones_geojson(props)
+    document["origin"] = {"lat": origin.lat, "lon": origin.lon, "label": origin.label}
+    document["departure"] = pd.Timestamp(departure).isoformat()
+    document["threshold_min"] = float(threshold_min)
+    document["synthetic"] = bool(synthetic)
+    return json.dumps(document, allow_nan=False).encode("utf-8")
+
+
+def coverage_map(
+    grid: pd.DataFrame, metric: str, threshold_min: float
+) -> tuple[np.ndarray, list[str], list[tuple[str, str]]]:
+    """Fill colours, tooltips (HTML, numbers only) and the legend of a coverage map."""
+    fill, legend = coverage_colors(grid, metric)
+    tips = [
+        f"median {m:.1f} min (80 %: {lo:.0f}-{hi:.0f})"
+        f"<br/>P(≤ {threshold_min:g} min) = {100 * p:.0f} %"
+        for m, lo, hi, p in zip(
+            grid["median_min"],
+            grid["lower80_min"],
+            grid["upper80_min"],
+            grid["prob_within"],
+            strict=True,
+        )
+    ]
+    return fill, tips, legend

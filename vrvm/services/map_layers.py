@@ -1,0 +1,85 @@
+"""The data of the map's layers: zone fills and tooltips, the origin and destination.
+
+Plain tables (one record per zone or marker) that a map component turns into deck.gl
+layers; the zone layer keeps the service area's grid order, so a click's index is a
+grid row.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from vrvm.services.area import ServiceArea
+from vrvm.services.colours import DEST_RGB, ORIGIN_RGB, rgba
+from vrvm.services.places import ODState
+
+__all__ = ["marker_data", "od_zone_data", "zone_layer_data"]
+
+
+def zone_layer_data(
+    area: ServiceArea,
+    state: ODState,
+    *,
+    fill: np.ndarray | None = None,
+    tips: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Records of the clickable zone layer (grid order, so indices are grid rows).
+
+    One record per zone: ``zone`` (the H3 id the map draws the hexagon from),
+    ``label`` (HTML-escaped, for the tooltip), ``fill`` (RGBA) and ``tip`` (tooltip
+    HTML; by default how many training trips start or end in the zone). ``fill``
+    colours a choropleth; without it zones are pale and the origin and destination
+    zones take their own colours.
+    """
+    grid = area.grid
+    n = len(grid)
+    fills = np.tile(np.array([120, 130, 140, 28]), (n, 1)) if fill is None else np.array(fill)
+    if fill is None:
+        index = area.zone_index
+        for place, rgb in ((state.origin, ORIGIN_RGB), (state.dest, DEST_RGB)):
+            if place is not None and place.zone in index:
+                fills[index[place.zone]] = rgba(rgb, 200)
+    return pd.DataFrame(
+        {
+            "zone": grid["zone"].to_numpy(),
+            # tooltips are HTML and labels may hold names from an uploaded file
+            "label": [html.escape(label) for label in grid["label"]],
+            "fill": fills.astype(int).tolist(),
+            "tip": list(tips) if tips is not None else _trip_end_tips(grid),
+        }
+    )
+
+
+def od_zone_data(state: ODState) -> pd.DataFrame:
+    """The origin and destination zones, outlined in their colours above the map."""
+    rows = [
+        {"zone": place.zone, "line": rgba(rgb, 255)}
+        for place, rgb in ((state.origin, ORIGIN_RGB), (state.dest, DEST_RGB))
+        if place is not None and place.zone is not None
+    ]
+    return pd.DataFrame(rows, columns=["zone", "line"])
+
+
+def marker_data(state: ODState) -> pd.DataFrame:
+    """Origin (A) and destination (B) markers."""
+    rows = []
+    for place, name, rgb in ((state.origin, "A", ORIGIN_RGB), (state.dest, "B", DEST_RGB)):
+        if place is not None:
+            rows.append(
+                {
+                    "lat": place.lat,
+                    "lon": place.lon,
+                    "name": name,
+                    "label": place.label,
+                    "color": rgba(rgb, 255),
+                }
+            )
+    return pd.DataFrame(rows, columns=["lat", "lon", "name", "label", "color"])
+
+
+def _trip_end_tips(grid: pd.DataFrame) -> list[str]:
+    return [f"{n} training trip ends in this zone" for n in grid["n_points"]]

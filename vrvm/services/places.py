@@ -1,0 +1,207 @@
+"""Origins and destinations: places from zones, lists and typed coordinates; map clicks.
+
+A :class:`Place` is a zone centre or a typed point; :class:`ODState` holds the origin,
+the destination and the last map selection acted upon, so that the same click is never
+applied twice when Streamlit re-sends a chart's selection (:func:`apply_map_selection`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from vrvm.services.area import ServiceArea
+from vrvm.trips.zones import latlng_to_zone
+
+__all__ = [
+    "ODState",
+    "Place",
+    "apply_map_click",
+    "apply_map_selection",
+    "parse_latlon",
+    "place_from_label",
+    "place_from_latlon",
+    "place_from_zone",
+    "zone_from_selection",
+]
+
+
+@dataclass(frozen=True)
+class Place:
+    """An origin or destination: coordinates, the zone holding them and a label."""
+
+    lat: float
+    lon: float
+    zone: str | None
+    label: str
+    kind: str = "zone"  # "zone" (a zone centre) or "point" (typed coordinates)
+
+
+def place_from_zone(area: ServiceArea, zone: str) -> Place:
+    """The centre of a zone, as a place."""
+    index = area.zone_index.get(zone)
+    if index is None:
+        raise ValueError(f"zone {zone!r} is not in the service area")
+    row = area.grid.iloc[index]
+    return Place(round(float(row["lat"]), 6), round(float(row["lon"]), 6), zone, row["label"])
+
+
+def place_from_label(area: ServiceArea, label: str) -> Place:
+    """The zone chosen in the searchable list."""
+    matches = np.flatnonzero(area.grid["label"].to_numpy() == label)
+    if matches.size == 0:
+        raise ValueError(f"no zone is labelled {label!r}")
+    return place_from_zone(area, area.grid["zone"].iloc[int(matches[0])])
+
+
+def parse_latlon(text: str) -> tuple[float, float]:
+    """Read ``"lat, lon"`` (comma, semicolon or space separated) in degrees.
+
+    Examples
+    --------
+    >>> parse_latlon(" -39.98, -30.01 ")
+    (-39.98, -30.01)
+    >>> parse_latlon("41.88 -87.63")
+    (41.88, -87.63)
+    """
+    parts = [p for p in re.split(r"[\s,;]+", str(text).strip()) if p]
+    if len(parts) != 2:
+        raise ValueError(f"type a latitude and a longitude such as '41.88, -87.63', got {text!r}")
+    try:
+        lat, lon = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ValueError(f"{text!r} is not two numbers (latitude, longitude)") from None
+    if not (math.isfinite(lat) and math.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
+        raise ValueError(f"{text!r}: latitude must lie in [-90, 90] and longitude in [-180, 180]")
+    return lat, lon
+
+
+def place_from_latlon(area: ServiceArea, lat: float, lon: float) -> Place:
+    """A typed point, which must lie in one of the service area's zones.
+
+    A point at (6-decimal) zone centre coordinates is that zone; any other point
+    keeps its exact coordinates and is labelled with the zone it falls in.
+    """
+    lat, lon = round(float(lat), 6), round(float(lon), 6)
+    if not (math.isfinite(lat) and math.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
+        raise ValueError(f"({lat}, {lon}) are not valid coordinates")
+    zone = str(latlng_to_zone([lat], [lon], area.resolution)[0])
+    if zone not in area.zone_index:
+        lat_lo, lon_lo, lat_hi, lon_hi = area.bbox
+        raise ValueError(
+            f"({lat:.5f}, {lon:.5f}) is outside the service area (latitudes "
+            f"{lat_lo:.3f} to {lat_hi:.3f}, longitudes {lon_lo:.3f} to {lon_hi:.3f})"
+        )
+    centre = place_from_zone(area, zone)
+    if (centre.lat, centre.lon) == (lat, lon):
+        return centre
+    return Place(lat, lon, zone, f"{lat:.5f}, {lon:.5f} (in {centre.label})", kind="point")
+
+
+@dataclass(frozen=True)
+class ODState:
+    """Origin, destination and the last map selection already acted upon."""
+
+    origin: Place | None = None
+    dest: Place | None = None
+    last_selection: str | None = None
+
+    def swapped(self) -> ODState:
+        return replace(self, origin=self.dest, dest=self.origin)
+
+    def cleared(self) -> ODState:
+        return replace(self, origin=None, dest=None)
+
+    @property
+    def complete(self) -> bool:
+        return self.origin is not None and self.dest is not None
+
+
+def apply_map_click(state: ODState, place: Place, *, mode: str = "od") -> ODState:
+    """What a click on a zone does.
+
+    ``mode="od"``: the first click sets the origin, the second the destination, a
+    third starts a new pair. ``mode="origin"`` (coverage map): a click sets the origin.
+    """
+    if mode == "origin":
+        return replace(state, origin=place)
+    if state.origin is None or state.dest is not None:
+        return replace(state, origin=place, dest=None)
+    return replace(state, dest=place)
+
+
+def zone_from_selection(
+    selection: Mapping[str, Any] | None, area: ServiceArea, layer_id: str = "zones"
+) -> str | None:
+    """The zone picked in a ``st.pydeck_chart`` selection event, or None.
+
+    Accepts the chart's state (``{"selection": {"indices": ..., "objects": ...}}``) or
+    its ``selection`` member. The picked object's ``zone`` property is used when
+    present, else its index into the layer's data (the service area's grid order).
+    """
+    if not selection:
+        return None
+    inner = selection.get("selection", selection)
+    if not isinstance(inner, Mapping):
+        return None
+    objects = (inner.get("objects") or {}).get(layer_id) or []
+    if objects and isinstance(objects[0], Mapping) and objects[0].get("zone") in area.zone_index:
+        return str(objects[0]["zone"])
+    indices = (inner.get("indices") or {}).get(layer_id) or []
+    if indices:
+        try:
+            i = int(indices[0])
+        except (TypeError, ValueError):
+            return None
+        if 0 <= i < len(area.grid):
+            return str(area.grid["zone"].iloc[i])
+    return None
+
+
+def _fingerprint(selection: Mapping[str, Any] | None) -> str | None:
+    """What identifies a click: the picked indices per layer, not the picked objects.
+
+    When the page redraws the map with new layer data (the origin coloured, a
+    choropleth), the browser re-sends the same selection with the objects' new
+    properties; that is not a new click.
+    """
+    if not selection:
+        return None
+    inner = selection.get("selection", selection)
+    if not isinstance(inner, Mapping):
+        return None
+    indices = {k: v for k, v in (inner.get("indices") or {}).items() if v}
+    return json.dumps(indices, sort_keys=True, default=str) if indices else None
+
+
+def apply_map_selection(
+    state: ODState,
+    selection: Mapping[str, Any] | None,
+    area: ServiceArea,
+    *,
+    mode: str = "od",
+    layer_id: str = "zones",
+) -> ODState:
+    """Apply a map selection event to the state, once.
+
+    Streamlit keeps a chart's selection across reruns, so the same selection is seen
+    again on every rerun; it is applied only when it differs from the last one acted
+    upon. An empty selection (the user clicked the selected zone again) forgets the
+    last one, so clicking the same zone later counts as a new click.
+    """
+    fingerprint = _fingerprint(selection)
+    if fingerprint is None:
+        return replace(state, last_selection=None) if state.last_selection else state
+    if fingerprint == state.last_selection:
+        return state
+    zone = zone_from_selection(selection, area, layer_id)
+    state = replace(state, last_selection=fingerprint)
+    if zone is None:
+        return state
+    return apply_map_click(state, place_from_zone(area, zone), mode=mode)

@@ -1,0 +1,93 @@
+"""The trip store as the Retrain page shows and changes it: overview, additions, clearing.
+
+Every change to the stored trips goes through here (the page only calls these): an
+accepted upload, the synthetic demo trips, or deleting everything. Each returns the
+sentence the page shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from vrvm.services.demo import demo_trips
+from vrvm.services.uploads import UploadOutcome
+from vrvm.trips.geo import haversine_km
+from vrvm.trips.home import trip_store
+from vrvm.trips.trip_store import StoreSummary
+
+__all__ = [
+    "FAR_FROM_STORE_KM",
+    "StoreOverview",
+    "add_demo_trips",
+    "add_upload",
+    "clear_trips",
+    "distance_to_store_km",
+    "store_overview",
+]
+
+FAR_FROM_STORE_KM = 100.0
+"""New trips this far from the stored ones are probably another city."""
+
+
+@dataclass(frozen=True)
+class StoreOverview:
+    """What the store holds: totals, and one row per stored batch (``parts``)."""
+
+    summary: StoreSummary
+    parts: pd.DataFrame
+
+    @property
+    def days_covered(self) -> float | None:
+        if self.summary.start_min is None:
+            return None
+        return (self.summary.start_max - self.summary.start_min).total_seconds() / 86400
+
+
+def store_overview(home: Path) -> StoreOverview:
+    """Totals and batches of the trip store (``added_utc`` as text, ready to show)."""
+    store = trip_store(home)
+    parts = store.parts()
+    parts["added_utc"] = parts["added_utc"].astype(str)
+    return StoreOverview(summary=store.summary(), parts=parts)
+
+
+def distance_to_store_km(home: Path, trips: pd.DataFrame) -> float | None:
+    """Distance between the median origins of new trips and of the stored ones.
+
+    Hundreds of kilometres mean another city: training on both would spread the
+    model's zones over everything in between.
+    """
+    center = trip_store(home).center()
+    if center is None or len(trips) == 0:
+        return None
+    lat = float(trips["origin_lat"].median())
+    lon = float(trips["origin_lon"].median())
+    return float(haversine_km(lat, lon, *center))
+
+
+def add_upload(home: Path, outcome: UploadOutcome) -> str:
+    """Store the trips of a read upload (those not already stored)."""
+    if not outcome.ok:
+        raise ValueError(f"{outcome.name} has no trips to add: {outcome.error}")
+    result = trip_store(home).add(outcome.trips, source=outcome.name)
+    return (
+        f"Added {result.n_added:,} new trips to the store; "
+        f"{result.n_duplicates:,} were already there."
+    )
+
+
+def add_demo_trips(home: Path) -> str:
+    """Add the synthetic demo trips, to try the flow without data of one's own."""
+    result = trip_store(home).add(demo_trips(), synthetic=True)
+    return (
+        f"Added {result.n_added:,} synthetic demo trips "
+        f"({result.n_duplicates:,} already in the store)."
+    )
+
+
+def clear_trips(home: Path) -> str:
+    """Delete every stored trip (models are not affected)."""
+    return f"Deleted {trip_store(home).clear():,} trips from the store."

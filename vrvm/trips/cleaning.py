@@ -1,0 +1,571 @@
+"""Cleaning trips: every row kept or dropped for one named reason, and the report.
+
+Cleaning
+--------
+Each input row is either kept or dropped for exactly one reason: the *first* of the
+checks below that it fails, in this order (thresholds from :class:`CleaningConfig`):
+
+1. ``unparseable_time`` -- start time empty or not a recognisable time, or a drop-off
+   time that is present but not recognisable;
+2. ``missing_coordinates`` -- a coordinate is empty or not a number;
+3. ``invalid_coordinates`` -- latitude outside [-90, 90] or longitude outside
+   [-180, 180], a point at exactly (0, 0) (a common "no GPS fix" placeholder), a point
+   outside ``bbox``, or farther than ``max_radius_km`` from the median point of the
+   rows that passed the previous checks;
+4. ``missing_duration`` -- travel time (or the drop-off time it is computed from)
+   empty or not a number;
+5. ``non_positive_duration`` -- travel time <= 0 s;
+6. ``too_short`` -- travel time below ``min_duration_s``;
+7. ``too_long`` -- travel time above ``max_duration_s``;
+8. ``too_fast`` -- straight-line (haversine) distance / travel time above
+   ``max_speed_kmh``;
+9. ``duplicate`` -- identical in every canonical column to an earlier kept row (the
+   first occurrence is kept).
+
+Queries: trips without a travel time
+------------------------------------
+With ``require_travel_time=False`` (for files of queries to predict, which may or may
+not carry the observed travel times) the travel time is optional: a file without a
+travel-time (or drop-off time) column is read with ``travel_time_s`` all NaN, and a
+row whose travel time is empty or not a number is kept with NaN. The duration checks
+4--8 then apply only to the rows that carry a travel time (``missing_duration`` never
+fires); a travel time that is present but zero, negative or implausible still drops
+its row. A schema is recognised by its start-time and coordinate columns alone.
+
+Row numbers
+-----------
+The report identifies rows by *row number*: the 1-based line number in the file, with
+the header as line 1, so the first data row is row 2 and you can jump straight to it
+in an editor. This holds exactly for CSV files without line breaks inside quoted
+fields; blank lines are counted as lines (and skipped, see
+:attr:`CleaningReport.n_empty_rows`). A row with more fields than the header is an
+error, never silently truncated. For Parquet files and for frames passed to
+:func:`clean_trips` the row number is the 0-based position plus 2, which is the line
+number the row would have in ``df.to_csv(path, index=False)``, unless the frame has
+an integer ``row`` column, whose values are then used.
+
+Row numbers stay available after cleaning: with ``row_numbers=True`` the returned
+table starts with an int64 column ``row``, the row number of each kept row, and
+:attr:`CleaningReport.dropped_rows` lists the row numbers of every dropped row, so
+every input row can be accounted for (as ``vrvm predict`` does, writing one output
+row per input row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from vrvm.trips.geo import haversine_km
+from vrvm.trips.layouts import quote_columns
+from vrvm.trips.parsing import Parsed, check_zone, parse_columns, zone_name
+from vrvm.trips.table import CANONICAL_COLUMNS
+
+__all__ = [
+    "CLEANING_REASONS",
+    "CleaningConfig",
+    "CleaningReport",
+    "clean_parsed",
+    "clean_trips",
+]
+
+CLEANING_REASONS: tuple[str, ...] = (
+    "unparseable_time",
+    "missing_coordinates",
+    "invalid_coordinates",
+    "missing_duration",
+    "non_positive_duration",
+    "too_short",
+    "too_long",
+    "too_fast",
+    "duplicate",
+)
+"""Reasons a row can be dropped, in the order they are checked."""
+
+_N_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class CleaningConfig:
+    """Thresholds for dropping implausible trips; ``None`` disables a check.
+
+    Parameters
+    ----------
+    min_duration_s : float or None, default=60
+        Shorter trips are dropped as ``too_short`` (mostly meter tests and
+        cancellations; also below the rounding of most exports).
+    max_duration_s : float or None, default=10800 (3 h)
+        Longer trips are dropped as ``too_long`` (meters left running).
+    max_speed_kmh : float or None, default=120
+        Trips whose straight-line (haversine) distance divided by the travel time
+        exceeds this are dropped as ``too_fast``: no taxi averages that in a city, so
+        a coordinate or a time is wrong.
+    bbox : tuple of 4 floats or None, default=None
+        ``(min_lat, min_lon, max_lat, max_lon)``; points outside are
+        ``invalid_coordinates``.
+    max_radius_km : float or None, default=200
+        Points farther than this from the median point of the data (taken over the
+        origins and destinations of rows that passed the earlier checks) are
+        ``invalid_coordinates``: they are in another city, or a sign was lost.
+    drop_duplicates : bool, default=True
+        Drop rows identical in every canonical column to an earlier kept row. Turn
+        off for exports whose values are coarsened so much (rounded times, area
+        centroids) that distinct trips can coincide.
+
+    Examples
+    --------
+    >>> from vrvm.trips import CleaningConfig
+    >>> CleaningConfig(max_duration_s=2 * 3600).max_duration_s
+    7200
+    >>> CleaningConfig(min_duration_s=-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: min_duration_s must be a non-negative number or None, got -1
+    """
+
+    min_duration_s: float | None = 60
+    max_duration_s: float | None = 3 * 3600
+    max_speed_kmh: float | None = 120
+    bbox: tuple[float, float, float, float] | None = None
+    max_radius_km: float | None = 200
+    drop_duplicates: bool = True
+
+    def __post_init__(self):
+        for name, positive in (
+            ("min_duration_s", False),
+            ("max_duration_s", True),
+            ("max_speed_kmh", True),
+            ("max_radius_km", True),
+        ):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = ok and np.isfinite(value) and (value > 0 if positive else value >= 0)
+            if not ok:
+                kind = "a positive" if positive else "a non-negative"
+                raise ValueError(f"{name} must be {kind} number or None, got {value!r}")
+        if (
+            self.min_duration_s is not None
+            and self.max_duration_s is not None
+            and self.min_duration_s >= self.max_duration_s
+        ):
+            raise ValueError(
+                f"min_duration_s ({self.min_duration_s}) must be below max_duration_s "
+                f"({self.max_duration_s})"
+            )
+        if self.bbox is not None:
+            bbox = tuple(float(v) for v in self.bbox)
+            if len(bbox) != 4 or not (bbox[0] < bbox[2] and bbox[1] < bbox[3]):
+                raise ValueError(
+                    "bbox must be (min_lat, min_lon, max_lat, max_lon) with min < max, got "
+                    f"{self.bbox!r}"
+                )
+            object.__setattr__(self, "bbox", bbox)
+        if not isinstance(self.drop_duplicates, bool | np.bool_):
+            raise ValueError(f"drop_duplicates must be True or False, got {self.drop_duplicates!r}")
+
+    def to_dict(self) -> dict:
+        """The settings as a JSON-serialisable dict."""
+        return {
+            "min_duration_s": self.min_duration_s,
+            "max_duration_s": self.max_duration_s,
+            "max_speed_kmh": self.max_speed_kmh,
+            "bbox": None if self.bbox is None else list(self.bbox),
+            "max_radius_km": self.max_radius_km,
+            "drop_duplicates": bool(self.drop_duplicates),
+        }
+
+
+def as_config(cleaning) -> CleaningConfig:
+    if cleaning is None:
+        return CleaningConfig()
+    if isinstance(cleaning, CleaningConfig):
+        return cleaning
+    if isinstance(cleaning, Mapping):
+        return CleaningConfig(**cleaning)
+    raise TypeError(
+        f"cleaning must be a CleaningConfig, a dict of its fields or None, got "
+        f"{type(cleaning).__name__}"
+    )
+
+
+def _describe(reason: str, config: CleaningConfig) -> str:
+    """One-line description of a reason, with the thresholds actually used."""
+    if reason == "invalid_coordinates":
+        parts = ["latitude/longitude out of range", "at (0, 0)"]
+        if config.bbox is not None:
+            parts.append(f"outside bbox {list(config.bbox)}")
+        if config.max_radius_km is not None:
+            parts.append(f"more than {config.max_radius_km:g} km from the median point")
+        return "a point " + ", ".join(parts[:-1]) + " or " + parts[-1]
+    texts = {
+        "unparseable_time": "start time empty or not readable, or drop-off time not readable",
+        "missing_coordinates": "a coordinate is empty or not a number",
+        "missing_duration": "travel time (or the drop-off time) empty or not a number",
+        "non_positive_duration": "travel time zero or negative",
+        "too_short": f"travel time below {config.min_duration_s:g} s (min_duration_s)"
+        if config.min_duration_s is not None
+        else "check disabled (min_duration_s=None)",
+        "too_long": f"travel time above {config.max_duration_s:g} s (max_duration_s)"
+        if config.max_duration_s is not None
+        else "check disabled (max_duration_s=None)",
+        "too_fast": f"straight-line speed above {config.max_speed_kmh:g} km/h (max_speed_kmh)"
+        if config.max_speed_kmh is not None
+        else "check disabled (max_speed_kmh=None)",
+        "duplicate": "same values in every column as an earlier kept row"
+        if config.drop_duplicates
+        else "check disabled (drop_duplicates=False)",
+    }
+    return texts[reason]
+
+
+@dataclass(frozen=True)
+class CleaningReport:
+    """What happened to every input row: kept, or dropped for one named reason.
+
+    Row numbers follow the module's convention: the line number in the source file
+    with the header as line 1 (so the first data row is row 2); for Parquet files and
+    DataFrames, the 0-based position plus 2.
+
+    Attributes
+    ----------
+    source : str
+        File (or frame) name the rows came from.
+    n_input : int
+        Rows considered (data rows, not counting empty ones).
+    n_kept : int
+        Rows in the returned table. ``n_input == n_kept + dropped`` always.
+    counts : dict of str to int
+        Rows dropped per reason, for every reason in :data:`CLEANING_REASONS` order.
+    examples : dict of str to list of int
+        Up to five row numbers per reason (the first ones in the file).
+    config : CleaningConfig
+        The thresholds that were applied.
+    schema : str or None
+        Schema the source was read with.
+    tz : str or None
+        Time zone of ``start_time`` in the returned table.
+    center : tuple of float or None
+        ``(lat, lon)`` median point used for the ``max_radius_km`` check.
+    n_empty_rows : int
+        Rows (typically blank lines) whose used fields were all empty; they are not
+        trips, are skipped, and are not part of ``n_input``.
+    dropped_rows : dict of str to numpy.ndarray
+        Row numbers (int64, increasing) of *every* dropped row, per reason, so that
+        with the ``row`` column of the kept rows each input row can be accounted for.
+        Left out of :meth:`to_dict` and of comparisons (it can be long); empty for a
+        report built by hand without it.
+
+    Examples
+    --------
+    >>> from vrvm.trips import CleaningReport
+    >>> report = CleaningReport(source="demo.csv", n_input=10, n_kept=8,
+    ...                         counts={"too_short": 2}, examples={"too_short": [3, 7]})
+    >>> report.dropped
+    2
+    >>> print(report)
+    demo.csv: kept 8 of 10 rows (80.0%), dropped 2
+      too_short: 2 (20.0%), e.g. rows 3, 7
+    """
+
+    source: str
+    n_input: int
+    n_kept: int
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[int]] = field(default_factory=dict)
+    config: CleaningConfig = field(default_factory=CleaningConfig)
+    schema: str | None = None
+    tz: str | None = None
+    center: tuple[float, float] | None = None
+    n_empty_rows: int = 0
+    dropped_rows: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        # Every reason present, in check order, so tables always have the same rows.
+        counts = {r: int(self.counts.get(r, 0)) for r in CLEANING_REASONS}
+        examples = {r: [int(i) for i in self.examples.get(r, [])] for r in CLEANING_REASONS}
+        dropped_rows = {}
+        for r in CLEANING_REASONS:
+            rows = np.array(self.dropped_rows.get(r, ()), dtype=np.int64).reshape(-1)
+            rows.flags.writeable = False  # the report is frozen; so are its arrays
+            dropped_rows[r] = rows
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "examples", examples)
+        object.__setattr__(self, "dropped_rows", dropped_rows)
+
+    @property
+    def dropped(self) -> int:
+        """Total number of dropped rows."""
+        return sum(self.counts.values())
+
+    def _share(self, count: int) -> float:
+        return count / self.n_input if self.n_input else 0.0
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per reason: ``reason, count, share, example_rows, description``.
+
+        ``share`` is the fraction of ``n_input``; ``example_rows`` is a comma-separated
+        string of row numbers, ready to display.
+        """
+        return pd.DataFrame(
+            {
+                "reason": list(CLEANING_REASONS),
+                "count": [self.counts[r] for r in CLEANING_REASONS],
+                "share": [self._share(self.counts[r]) for r in CLEANING_REASONS],
+                "example_rows": [", ".join(map(str, self.examples[r])) for r in CLEANING_REASONS],
+                "description": [_describe(r, self.config) for r in CLEANING_REASONS],
+            }
+        )
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict of the whole report."""
+        return {
+            "source": self.source,
+            "schema": self.schema,
+            "tz": self.tz,
+            "n_input": int(self.n_input),
+            "n_kept": int(self.n_kept),
+            "n_dropped": int(self.dropped),
+            "n_empty_rows": int(self.n_empty_rows),
+            "reasons": [
+                {
+                    "reason": r,
+                    "count": self.counts[r],
+                    "share": float(self._share(self.counts[r])),
+                    "example_rows": list(self.examples[r]),
+                    "description": _describe(r, self.config),
+                }
+                for r in CLEANING_REASONS
+            ],
+            "config": self.config.to_dict(),
+            "center": None if self.center is None else [float(v) for v in self.center],
+        }
+
+    def summary(self) -> str:
+        """A short human-readable account: totals, then one line per reason that fired."""
+        lines = [
+            f"{self.source}: kept {self.n_kept:,} of {self.n_input:,} rows "
+            f"({100 * self._share(self.n_kept):.1f}%), dropped {self.dropped:,}"
+        ]
+        if self.n_empty_rows:
+            lines[0] += f" ({self.n_empty_rows:,} empty rows skipped)"
+        for reason in CLEANING_REASONS:
+            count = self.counts[reason]
+            if count:
+                rows = ", ".join(map(str, self.examples[reason]))
+                lines.append(
+                    f"  {reason}: {count:,} ({100 * self._share(count):.1f}%), e.g. rows {rows}"
+                )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def clean_parsed(
+    parsed: Parsed,
+    rows: np.ndarray,
+    config: CleaningConfig,
+    *,
+    source: str,
+    schema: str | None,
+    n_empty: int = 0,
+    attrs: Mapping | None = None,
+    require_duration: bool = True,
+    row_numbers: bool = False,
+) -> tuple[pd.DataFrame, CleaningReport]:
+    n = len(rows)
+    code = {reason: i + 1 for i, reason in enumerate(CLEANING_REASONS)}
+    reason = np.zeros(n, dtype=np.int8)  # 0 = kept, k = k-th reason
+
+    def fail(mask: np.ndarray, name: str) -> None:
+        # Only rows still undecided: a row keeps the first reason it fails.
+        reason[(reason == 0) & mask] = code[name]
+
+    c = parsed.coords
+    olat, olon, dlat, dlon = c["origin_lat"], c["origin_lon"], c["dest_lat"], c["dest_lon"]
+    duration = parsed.duration
+
+    fail(parsed.time_failed, "unparseable_time")
+    fail(np.isnan(olat) | np.isnan(olon) | np.isnan(dlat) | np.isnan(dlon), "missing_coordinates")
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bad = np.zeros(n, dtype=bool)
+        for lat, lon in ((olat, olon), (dlat, dlon)):
+            bad |= ~((np.abs(lat) <= 90) & (np.abs(lon) <= 180))
+            bad |= (lat == 0) & (lon == 0)
+            if config.bbox is not None:
+                lat_lo, lon_lo, lat_hi, lon_hi = config.bbox
+                bad |= ~((lat >= lat_lo) & (lat <= lat_hi) & (lon >= lon_lo) & (lon <= lon_hi))
+        fail(bad, "invalid_coordinates")
+
+        center = None
+        if config.max_radius_km is not None and np.any(reason == 0):
+            ok = reason == 0
+            center = (
+                float(np.median(np.concatenate([olat[ok], dlat[ok]]))),
+                float(np.median(np.concatenate([olon[ok], dlon[ok]]))),
+            )
+            far = (haversine_km(olat, olon, *center) > config.max_radius_km) | (
+                haversine_km(dlat, dlon, *center) > config.max_radius_km
+            )
+            fail(far, "invalid_coordinates")
+
+        if require_duration:
+            fail(np.isnan(duration), "missing_duration")
+        # NaN fails no comparison below, so without require_duration these checks
+        # apply only to the rows that carry a travel time.
+        fail(duration <= 0, "non_positive_duration")
+        if config.min_duration_s is not None:
+            fail(duration < config.min_duration_s, "too_short")
+        if config.max_duration_s is not None:
+            fail(duration > config.max_duration_s, "too_long")
+        if config.max_speed_kmh is not None:
+            speed = haversine_km(olat, olon, dlat, dlon) / (duration / 3600.0)
+            fail(speed > config.max_speed_kmh, "too_fast")
+
+    start = pd.Series(parsed.start_utc).dt.tz_localize("UTC").dt.tz_convert(parsed.zone)
+    frame = pd.DataFrame(
+        {
+            "origin_lat": olat,
+            "origin_lon": olon,
+            "dest_lat": dlat,
+            "dest_lon": dlon,
+            "start_time": start,
+            "travel_time_s": duration,
+        }
+    )
+    if config.drop_duplicates:
+        ok = np.flatnonzero(reason == 0)
+        dup = frame.iloc[ok].duplicated(keep="first").to_numpy()
+        reason[ok[dup]] = code["duplicate"]
+
+    counts_all = np.bincount(reason, minlength=len(CLEANING_REASONS) + 1)
+    counts = {r: int(counts_all[code[r]]) for r in CLEANING_REASONS}
+    dropped_rows = {r: rows[reason == code[r]] for r in CLEANING_REASONS}
+    examples = {r: dropped_rows[r][:_N_EXAMPLES].tolist() for r in CLEANING_REASONS}
+    kept = frame.loc[reason == 0].reset_index(drop=True)
+    if row_numbers:
+        kept.insert(0, "row", rows[reason == 0].astype(np.int64))
+    kept.attrs.update(attrs or {})
+    kept.attrs.update({"schema": schema, "tz": parsed.zone, "source": source})
+    report = CleaningReport(
+        source=source,
+        n_input=n,
+        n_kept=len(kept),
+        counts=counts,
+        examples=examples,
+        config=config,
+        schema=schema,
+        tz=parsed.zone,
+        center=center,
+        n_empty_rows=n_empty,
+        dropped_rows=dropped_rows,
+    )
+    return kept, report
+
+
+def check_flag(value, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def clean_trips(
+    df: pd.DataFrame,
+    cleaning: CleaningConfig | Mapping | None = None,
+    *,
+    source: str = "<DataFrame>",
+    require_travel_time: bool = True,
+    row_numbers: bool = False,
+) -> tuple[pd.DataFrame, CleaningReport]:
+    """Clean a frame that already has the canonical columns.
+
+    Values are coerced as in :func:`read_trips` (unreadable ones count as dropped
+    for the matching reason). A timezone-aware ``start_time`` keeps its zone; naive
+    times are read in ``df.attrs["tz"]`` if set, else UTC. Row numbers are the values
+    of an integer ``row`` column if ``df`` has one (as :func:`read_trips` returns
+    with ``row_numbers=True``, so re-cleaning still names lines of the file), else
+    the 0-based position plus 2, the line numbers of ``df.to_csv(index=False)``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Must contain :data:`CANONICAL_COLUMNS` (``travel_time_s`` may be absent when
+        ``require_travel_time=False``); other columns are ignored.
+    cleaning : CleaningConfig, dict or None, default=None
+        Cleaning thresholds; ``None`` means ``CleaningConfig()``.
+    source : str, default="<DataFrame>"
+        Name used in the report.
+    require_travel_time : bool, default=True
+        If False, a missing ``travel_time_s`` column is filled with NaN, NaN travel
+        times are kept, and the duration checks apply only to rows that carry a
+        travel time (as in :func:`read_trips`).
+    row_numbers : bool, default=False
+        If True, the table starts with an int64 column ``row``: each kept row's
+        row number.
+
+    Returns
+    -------
+    trips : pandas.DataFrame
+        Kept rows (canonical columns, after ``row`` if ``row_numbers``; fresh
+        ``RangeIndex``); ``attrs`` are those of ``df`` updated with ``"schema"``,
+        ``"tz"`` and ``"source"``.
+    report : CleaningReport
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from vrvm.trips import clean_trips
+    >>> df = pd.DataFrame({
+    ...     "origin_lat": [41.88, 41.88, 41.88], "origin_lon": [-87.63] * 3,
+    ...     "dest_lat": [41.90, 41.90, 41.90], "dest_lon": [-87.65] * 3,
+    ...     "start_time": pd.to_datetime(["2016-01-01 08:00"] * 3).tz_localize("UTC"),
+    ...     "travel_time_s": [600.0, 600.0, 30.0],
+    ... })
+    >>> trips, report = clean_trips(df)
+    >>> len(trips), report.counts["duplicate"], report.examples["too_short"]
+    (1, 1, [4])
+
+    Queries without travel times:
+
+    >>> queries = df.drop(columns="travel_time_s")
+    >>> kept, report = clean_trips(queries, require_travel_time=False, row_numbers=True,
+    ...                            cleaning={"drop_duplicates": False})
+    >>> kept["row"].tolist(), report.dropped
+    ([2, 3, 4], 0)
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    require_travel_time = check_flag(require_travel_time, "require_travel_time")
+    row_numbers = check_flag(row_numbers, "row_numbers")
+    needed = [c for c in CANONICAL_COLUMNS if require_travel_time or c != "travel_time_s"]
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{source}: missing canonical columns {missing}; columns found: "
+            f"{quote_columns(df.columns)}. Use read_trips(..., column_map=...) to map other names."
+        )
+    config = as_config(cleaning)
+    zone = zone_name(df["start_time"].dtype) or check_zone(df.attrs.get("tz")) or "UTC"
+    present = [c for c in CANONICAL_COLUMNS if c in df.columns]
+    mapping = {c: c for c in present}
+    parsed = parse_columns(df[present].reset_index(drop=True), mapping, zone)
+    if "row" in df.columns and pd.api.types.is_integer_dtype(df["row"].dtype):
+        rows = df["row"].to_numpy(dtype=np.int64)
+    else:
+        rows = np.arange(len(df), dtype=np.int64) + 2
+    return clean_parsed(
+        parsed,
+        rows,
+        config,
+        source=source,
+        schema=df.attrs.get("schema", "canonical"),
+        attrs=df.attrs,
+        require_duration=require_travel_time,
+        row_numbers=row_numbers,
+    )

@@ -1,0 +1,479 @@
+"""Layouts of trip files: which column holds which *role*, for known exports and yours.
+
+A role is what a column means to vrvm: the canonical columns of
+:data:`vrvm.trips.table.CANONICAL_COLUMNS` plus ``end_time`` (a drop-off time to
+subtract the start time from). :data:`ROLE_LABELS` names them for people.
+
+Known layouts (schemas)
+-----------------------
+Column names are matched ignoring case, surrounding whitespace, and the difference
+between spaces, hyphens and underscores (so ``"Trip Start Timestamp"`` matches
+``trip_start_timestamp``). With ``schema="auto"`` the first schema below whose
+columns are all present is used.
+
+``canonical``
+    The columns of :data:`CANONICAL_COLUMNS` (what ``DataFrame.to_csv`` writes).
+``chicago``
+    City of Chicago "Taxi Trips": the portal export (``Trip Start Timestamp`` as text
+    such as ``01/01/2016 12:00:00 AM`` in local time, ``Trip Seconds``,
+    ``Pickup/Dropoff Centroid Latitude/Longitude``) and the snake_case API / sample
+    form (``trip_start_timestamp`` as unix seconds or ISO text, ``trip_seconds``,
+    ``pickup_latitude``, ...). Local zone ``America/Chicago``. Numeric
+    ``trip_start_timestamp`` values (BigQuery exports such as the TFX sample) are the
+    *local wall-clock* time stored as if it were UTC, so they are read as Chicago
+    wall-clock times, not as true unix time. Evidence from the TFX sample: read as
+    true UTC, Chicago's taxis would be quietest at midnight and busiest at 14:00, with
+    four times as many trips at 04:00 as at midnight; read as wall-clock time, demand
+    bottoms out at 05:00 and peaks at 19:00, the known shape of urban taxi demand.
+``nyc_kaggle``
+    Kaggle "NYC Taxi Trip Duration" (``pickup_datetime``, ``pickup_longitude``, ...,
+    ``trip_duration`` in seconds). Local zone ``America/New_York``.
+``nyc_tlc``
+    NYC TLC yellow-taxi records with coordinates, 2009 (``Trip_Pickup_DateTime``,
+    ``Start_Lon``, ...), 2010--2014 (``pickup_datetime``, ``dropoff_datetime``, ...;
+    2014 has leading spaces in its header) and 2015--2016 (``tpep_pickup_datetime``,
+    ...). Travel time is drop-off minus pickup. Local zone ``America/New_York``.
+
+Anything else can be read by naming the columns with ``column_map``, a dict from a
+canonical name (or ``"end_time"``, a drop-off time to subtract the start from) to a
+column of the file.
+
+The Chicago notes above are why ``Layout.unix_is_local`` exists: numbers in such a
+file's time columns are read as the city's wall clock, not as true unix time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from vrvm.trips.table import CANONICAL_COLUMNS
+
+__all__ = [
+    "ROLES",
+    "ROLE_LABELS",
+    "SCHEMAS",
+    "Layout",
+    "UnknownLayoutError",
+    "detect_schema",
+    "guess_column_map",
+    "resolve_layout",
+]
+
+COORDINATE_ROLES = ("origin_lat", "origin_lon", "dest_lat", "dest_lon")
+DURATION_ROLES = ("travel_time_s", "end_time")
+ROLES: tuple[str, ...] = (*CANONICAL_COLUMNS, "end_time")
+"""Every role a ``column_map`` can name."""
+
+ROLE_LABELS: dict[str, str] = {
+    "start_time": "Start time (pickup)",
+    "travel_time_s": "Travel time in seconds",
+    "end_time": "... or end time (drop-off)",
+    "origin_lat": "Origin latitude",
+    "origin_lon": "Origin longitude",
+    "dest_lat": "Destination latitude",
+    "dest_lon": "Destination longitude",
+}
+"""What each role means, in the order a column-mapping form asks for them."""
+
+
+class UnknownLayoutError(ValueError):
+    """No known layout, nor the given ``column_map``, says which column holds each role.
+
+    Attributes
+    ----------
+    source : str
+        The file's name.
+    columns : list of str
+        The columns found in the file, for a form that lets the user name them.
+    """
+
+    def __init__(self, message: str, *, source: str, columns: Sequence[str]):
+        super().__init__(message)
+        self.source = source
+        self.columns = list(columns)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How to read a file: the schema's name, role -> column of the file, its city zone.
+
+    ``unix_is_local``: numbers in the time columns are the city's wall clock written
+    as if it were UTC (the ``chicago`` schema).
+    """
+
+    schema: str
+    mapping: dict[str, str]
+    zone: str | None
+    unix_is_local: bool = False
+
+
+@dataclass(frozen=True)
+class _Variant:
+    """One column layout of a schema: canonical role -> column name as documented."""
+
+    label: str
+    columns: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class _Schema:
+    name: str
+    tz: str | None
+    variants: tuple[_Variant, ...]
+    # Numbers in the start/end columns are the city's wall-clock time written as if it
+    # were UTC (see the chicago notes in the module docstring), not true unix time.
+    unix_is_local: bool = False
+
+
+def _coords(origin_lat: str, origin_lon: str, dest_lat: str, dest_lon: str) -> dict[str, str]:
+    return {
+        "origin_lat": origin_lat,
+        "origin_lon": origin_lon,
+        "dest_lat": dest_lat,
+        "dest_lon": dest_lon,
+    }
+
+
+_NYC_COORDS = _coords(
+    "pickup_latitude", "pickup_longitude", "dropoff_latitude", "dropoff_longitude"
+)
+
+_SCHEMA_LIST: tuple[_Schema, ...] = (
+    _Schema(
+        "canonical",
+        None,
+        (_Variant("canonical", {c: c for c in CANONICAL_COLUMNS}),),
+    ),
+    _Schema(
+        "chicago",
+        "America/Chicago",
+        (
+            _Variant(
+                "portal export",
+                {
+                    "start_time": "Trip Start Timestamp",
+                    "travel_time_s": "Trip Seconds",
+                    **_coords(
+                        "Pickup Centroid Latitude",
+                        "Pickup Centroid Longitude",
+                        "Dropoff Centroid Latitude",
+                        "Dropoff Centroid Longitude",
+                    ),
+                },
+            ),
+            _Variant(
+                "API / sample",
+                {
+                    "start_time": "trip_start_timestamp",
+                    "travel_time_s": "trip_seconds",
+                    **_NYC_COORDS,
+                },
+            ),
+        ),
+        unix_is_local=True,
+    ),
+    # Checked before nyc_tlc: Kaggle's columns are a superset of TLC 2010-2014's.
+    _Schema(
+        "nyc_kaggle",
+        "America/New_York",
+        (
+            _Variant(
+                "Kaggle trip duration",
+                {"start_time": "pickup_datetime", "travel_time_s": "trip_duration", **_NYC_COORDS},
+            ),
+        ),
+    ),
+    _Schema(
+        "nyc_tlc",
+        "America/New_York",
+        (
+            _Variant(
+                "2009",
+                {
+                    "start_time": "Trip_Pickup_DateTime",
+                    "end_time": "Trip_Dropoff_DateTime",
+                    **_coords("Start_Lat", "Start_Lon", "End_Lat", "End_Lon"),
+                },
+            ),
+            _Variant(
+                "2010-2014",
+                {"start_time": "pickup_datetime", "end_time": "dropoff_datetime", **_NYC_COORDS},
+            ),
+            _Variant(
+                "2015-2016",
+                {
+                    "start_time": "tpep_pickup_datetime",
+                    "end_time": "tpep_dropoff_datetime",
+                    **_NYC_COORDS,
+                },
+            ),
+        ),
+    ),
+)
+
+SCHEMAS: tuple[str, ...] = tuple(s.name for s in _SCHEMA_LIST)
+"""Names of the recognised schemas, in the order ``schema="auto"`` tries them."""
+
+_SCHEMA_BY_NAME = {s.name: s for s in _SCHEMA_LIST}
+
+
+def _normalise(name: object) -> str:
+    """Column-name key: case, surrounding space and space/hyphen/underscore don't matter."""
+    return re.sub(r"[\s\-_]+", "_", str(name).strip().strip("\ufeff").strip().lower())
+
+
+def _column_index(columns) -> dict[str, str]:
+    """Normalised name -> actual column name (first occurrence wins)."""
+    index: dict[str, str] = {}
+    for column in columns:
+        index.setdefault(_normalise(column), column)
+    return index
+
+
+def _match_variant(variant: _Variant, index: Mapping[str, str]) -> dict[str, str] | None:
+    mapping = {role: index.get(_normalise(col)) for role, col in variant.columns.items()}
+    if any(actual is None for actual in mapping.values()):
+        return None
+    return mapping  # type: ignore[return-value]
+
+
+def detect_schema(columns: Iterable[object]) -> str | None:
+    """Name the schema a list of column names belongs to.
+
+    Parameters
+    ----------
+    columns : iterable of str
+        Column names, e.g. ``df.columns`` or a CSV header. Matching ignores case,
+        surrounding whitespace and spaces vs underscores.
+
+    Returns
+    -------
+    str or None
+        One of :data:`SCHEMAS`, or ``None`` if no schema's columns are all present.
+
+    Examples
+    --------
+    >>> from vrvm.trips import detect_schema
+    >>> detect_schema(["Trip Start Timestamp", "Trip Seconds", "Pickup Centroid Latitude",
+    ...                "Pickup Centroid Longitude", "Dropoff Centroid Latitude",
+    ...                "Dropoff Centroid Longitude", "Fare"])
+    'chicago'
+    >>> detect_schema([" pickup_datetime", " dropoff_datetime", " pickup_longitude",
+    ...                " pickup_latitude", " dropoff_longitude", " dropoff_latitude"])
+    'nyc_tlc'
+    >>> detect_schema(["a", "b"]) is None
+    True
+    """
+    found = _detect(_column_index(columns))
+    return None if found is None else found[0].name
+
+
+def _detect(index: Mapping[str, str]) -> tuple[_Schema, dict[str, str]] | None:
+    for schema in _SCHEMA_LIST:
+        for variant in schema.variants:
+            mapping = _match_variant(variant, index)
+            if mapping is not None:
+                return schema, mapping
+    return None
+
+
+def _with_user_map(mapping: Mapping[str, str], user: Mapping[str, str]) -> dict[str, str]:
+    """Overlay the user's column_map; a user-given duration source replaces the schema's."""
+    merged = dict(mapping)
+    if "end_time" in user:
+        merged.pop("travel_time_s", None)
+    if "travel_time_s" in user:
+        merged.pop("end_time", None)
+    merged.update(user)
+    return merged
+
+
+def _is_complete(mapping: Mapping[str, str], require_duration: bool = True) -> bool:
+    base = ("start_time", *COORDINATE_ROLES)
+    has_duration = any(role in mapping for role in DURATION_ROLES)
+    return all(role in mapping for role in base) and (has_duration or not require_duration)
+
+
+def _without_duration(variant: _Variant) -> _Variant:
+    """The variant's start-time and coordinate columns only."""
+    columns = {r: c for r, c in variant.columns.items() if r not in DURATION_ROLES}
+    return _Variant(variant.label, columns)
+
+
+def _validate_user_map(column_map, index: Mapping[str, str], name: str, columns) -> dict[str, str]:
+    if column_map is None:
+        return {}
+    if not isinstance(column_map, Mapping):
+        raise TypeError(
+            f"column_map must be a dict from canonical name to column name, got "
+            f"{type(column_map).__name__}"
+        )
+    unknown = [key for key in column_map if key not in ROLES]
+    if unknown:
+        raise ValueError(
+            f"column_map keys must be among {list(ROLES)}, got {unknown}; keys are the "
+            "canonical names and values the columns of your file"
+        )
+    if "travel_time_s" in column_map and "end_time" in column_map:
+        raise ValueError(
+            "column_map gives both 'travel_time_s' and 'end_time'; give one: the travel "
+            "time in seconds, or a drop-off time to subtract the start time from"
+        )
+    user = {}
+    for role, column in column_map.items():
+        actual = index.get(_normalise(column))
+        if actual is None:
+            raise ValueError(
+                f"{name}: column_map maps {role!r} to {column!r}, which is not a column of "
+                f"the file. Columns found: {quote_columns(columns)}"
+            )
+        user[role] = actual
+    return user
+
+
+def quote_columns(columns, limit: int = 40) -> str:
+    names = [repr(str(c)) for c in columns]
+    if len(names) > limit:
+        names = [*names[:limit], f"... ({len(names) - limit} more)"]
+    return ", ".join(names)
+
+
+def _unknown_schema_message(
+    name: str, columns, index: Mapping[str, str], schema: str, require_duration: bool = True
+) -> str:
+    first = f"{name}: could not recognise the trip schema" + (
+        "" if schema == "auto" else f" {schema!r}"
+    )
+    if not require_duration:
+        first += (
+            " (needed: a start time and origin and destination coordinates; a travel "
+            "time is optional)"
+        )
+    lines = [
+        first + ".",
+        f"Columns found: {quote_columns(columns)}.",
+        "Known schemas and the columns each needs (matched ignoring case, surrounding "
+        "spaces and spaces vs underscores):",
+    ]
+    best: tuple[int, str, list[str]] | None = None
+    for sch in _SCHEMA_LIST:
+        if schema != "auto" and sch.name != schema:
+            continue
+        for variant in sch.variants:
+            needed = variant if require_duration else _without_duration(variant)
+            cols = list(needed.columns.values())
+            optional = [c for c in variant.columns.values() if c not in cols]
+            label = sch.name if len(sch.variants) == 1 else f"{sch.name} ({variant.label})"
+            extra = f" (optional: {', '.join(optional)})" if optional else ""
+            lines.append(f"  {label}: {', '.join(cols)}{extra}")
+            missing = [c for c in cols if _normalise(c) not in index]
+            n_present = len(cols) - len(missing)
+            if n_present and (best is None or n_present > best[0]):
+                best = (n_present, label, missing)
+    if best is not None and best[0] >= 3:
+        lines.append(f"Closest match: {best[1]}, which lacks {', '.join(best[2])}.")
+    lines.append(
+        "Or name the columns yourself (replace the right-hand names with yours; use "
+        "'end_time' instead of 'travel_time_s' to compute it from a drop-off time):"
+    )
+    lines.append(
+        "  read_trips(path, column_map={'start_time': 'pickup_time', "
+        "'travel_time_s': 'duration_s', 'origin_lat': 'pickup_lat', "
+        "'origin_lon': 'pickup_lon', 'dest_lat': 'dropoff_lat', 'dest_lon': 'dropoff_lon'})"
+    )
+    return "\n".join(lines)
+
+
+def resolve_layout(
+    columns, schema: str, column_map, name: str, require_duration: bool = True
+) -> Layout:
+    """The layout of a file with these ``columns``, or :class:`UnknownLayoutError`.
+
+    ``name`` names the file in messages. Without ``require_duration`` the returned
+    mapping may lack both duration roles.
+    """
+    if schema != "auto" and schema not in _SCHEMA_BY_NAME:
+        raise ValueError(f"schema must be 'auto' or one of {list(SCHEMAS)}, got {schema!r}")
+    index = _column_index(columns)
+    user = _validate_user_map(column_map, index, name, columns)
+    candidates = _SCHEMA_LIST if schema == "auto" else (_SCHEMA_BY_NAME[schema],)
+
+    # 1. A layout fully present in the file, optionally adjusted by the user.
+    for sch in candidates:
+        for variant in sch.variants:
+            mapping = _match_variant(variant, index)
+            if mapping is not None:
+                return _layout(sch, _with_user_map(mapping, user))
+    # 1b. Travel time optional: a layout whose start and coordinate columns are present
+    #     (only after every full match failed, so a file's travel times are never missed).
+    if not require_duration:
+        for sch in candidates:
+            for variant in sch.variants:
+                mapping = _match_variant(_without_duration(variant), index)
+                if mapping is not None:
+                    return _layout(sch, _with_user_map(mapping, user))
+    # 2. A layout the user's map completes: every column the user did not override
+    #    must be present (and at least one, otherwise nothing identifies the schema).
+    for sch in candidates:
+        for variant in sch.variants:
+            kept = {r: c for r, c in variant.columns.items() if r not in user}
+            if "end_time" in user or "travel_time_s" in user:
+                kept = {r: c for r, c in kept.items() if r not in DURATION_ROLES}
+            if not require_duration:  # a duration column the file lacks is not needed
+                kept = {
+                    r: c
+                    for r, c in kept.items()
+                    if r not in DURATION_ROLES or _normalise(c) in index
+                }
+            if kept and all(_normalise(c) in index for c in kept.values()):
+                mapping = {role: index[_normalise(c)] for role, c in kept.items()}
+                merged = _with_user_map(mapping, user)
+                if _is_complete(merged, require_duration):
+                    return _layout(sch, merged)
+    # 3. The user named everything: a custom schema, or a named one with other names.
+    if _is_complete(user, require_duration):
+        if schema == "auto":
+            return Layout("custom", dict(user), None)
+        return _layout(_SCHEMA_BY_NAME[schema], dict(user))
+    raise UnknownLayoutError(
+        _unknown_schema_message(name, columns, index, schema, require_duration),
+        source=name,
+        columns=[str(c) for c in columns],
+    )
+
+
+def _layout(schema: _Schema, mapping: dict[str, str]) -> Layout:
+    return Layout(schema.name, mapping, schema.tz, schema.unix_is_local)
+
+
+
+_GUESS_PATTERNS = {
+    "start_time": r"(start|pickup|depart).*(time|date|ts)|^start$",
+    "end_time": r"(end|drop|arriv).*(time|date|ts)",
+    "travel_time_s": r"(duration|seconds|travel_?time|trip_?sec)",
+    "origin_lat": r"(origin|pickup|start|from).*lat",
+    "origin_lon": r"(origin|pickup|start|from).*(lon|lng)",
+    "dest_lat": r"(dest|dropoff|drop|end|to).*lat",
+    "dest_lon": r"(dest|dropoff|drop|end|to).*(lon|lng)",
+}
+
+
+def guess_column_map(columns: Sequence[str]) -> dict[str, str]:
+    """A first guess of role -> column from common column names (for a mapping form).
+
+    Examples
+    --------
+    >>> guess_column_map(["pickup_time", "duration_s", "plat", "plon", "dlat", "dlon"])
+    {'start_time': 'pickup_time', 'travel_time_s': 'duration_s'}
+    """
+    guess: dict[str, str] = {}
+    for role, pattern in _GUESS_PATTERNS.items():
+        for column in columns:
+            if re.search(pattern, str(column).lower()) and column not in guess.values():
+                guess[role] = str(column)
+                break
+    if "travel_time_s" in guess:
+        guess.pop("end_time", None)
+    return guess

@@ -1,0 +1,779 @@
+"""The travel-time model: an ensemble of VRVMs on stratified shards, as a uniform mixture.
+
+:class:`TravelTimeModel` is what the CLI and the dashboard train, save and query. It
+wires together the building blocks of the package:
+
+1. :class:`~vrvm.trips.features.TripFeaturizer` turns trips into standardised kernel inputs
+   ``X`` and the standardised great-circle distance ``d`` (the paper's linear column);
+2. the trips are dealt into ``n_members`` shards by
+   :func:`~vrvm.trips.zones.stratified_shards` on (origin zone, destination zone, hour of
+   day), so every member sees every origin-destination-hour cell in proportion;
+3. kernel widths are chosen once on a pooled subsample (when ``"auto"``), then one
+   :class:`~vrvm.engine.regressor.VRVMRegressor` per shard is fitted with those widths, in
+   parallel (joblib/loky or Dask);
+4. predictions are the uniform mixture of the members' predictives
+   (:class:`~vrvm.engine.mixture.MixtureDistribution`), on seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from vrvm.engine._blas import single_threaded_blas
+from vrvm.engine._validation import FORGETTING, SEED, check_params, integer, one_of
+from vrvm.engine.calibration import fit_scale_model, scale_features, scale_multiplier
+from vrvm.engine.metrics import DEFAULT_LEVELS, evaluate_distribution
+from vrvm.engine.mixture import MixtureDistribution
+from vrvm.engine.regressor import VRVMRegressor
+from vrvm.trips import _ensemble, model_format
+from vrvm.trips.features import TripFeaturizer
+from vrvm.trips.table import check_trips, summarise_trips, travel_times, trip_provenance
+from vrvm.trips.zones import choose_h3_resolution, latlng_to_zone, stratified_shards
+
+__all__ = ["TravelTimeModel"]
+
+logger = logging.getLogger(__name__)
+
+
+#: Signature of the progress callback: ``progress(i_done, n_members, elapsed_s)``.
+ProgressCallback = Callable[[int, int, float], Any]
+
+# Parameters passed on unchanged to every member (and to the width-selection fit).
+_REGRESSOR_PARAMS = (
+    "kernel_widths",
+    "kernel_mode",
+    "width_selection",
+    "n_widths",
+    "max_basis",
+    "factorization",
+    "selection_size",
+)
+
+
+# Declarative table of the ensemble's own parameters: name -> (predicate, allowed values).
+# Parameters shared with VRVMRegressor are checked by VRVMRegressor's own table.
+_PARAMETER_CONSTRAINTS = {
+    "n_members": (integer(1), "an integer >= 1"),
+    "target": (one_of("log", "seconds"), '"log" or "seconds"'),
+    "h3_resolution": (integer(0, 15, allow_none=True), "None or an integer in [0, 15]"),
+    "target_zones": (integer(1), "an integer >= 1"),
+    "tz": (lambda v: v is None or isinstance(v, str), "None or an IANA time-zone name"),
+    "n_jobs": (lambda v: integer(allow_none=True)(v) and v != 0, "None or a non-zero integer"),
+    "backend": (one_of("loky", "dask"), '"loky" or "dask"'),
+    "distance_feature": (one_of("auto", "km", "log1p"), '"auto", "km" or "log1p"'),
+    "noise_model": (one_of("distance", "constant"), '"distance" or "constant"'),
+    "distance_in_kernel": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
+    "client": (
+        lambda v: v is None or isinstance(v, str) or hasattr(v, "submit"),
+        "None, a dask.distributed.Client or a scheduler address string",
+    ),
+    "random_state": SEED,
+}
+
+
+# Query rows per block in predict_dist: small enough for a block of the design matrix
+# (rows x relevance vectors) to stay in cache, large enough for efficient BLAS calls.
+_PREDICT_CHUNK = 1024
+
+# Training trips (at most) on which the distance scale is fitted.
+_SCALE_FIT_ROWS = 20_000
+
+
+def _degrees_of_freedom(predictives) -> np.ndarray | None:
+    """Student-t degrees of freedom 2e' of each member (structured), None for Gaussians."""
+    if predictives[0].family != "structured":
+        return None
+    return np.array([2.0 * member.e for member in predictives])
+
+
+def _round_for_json(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+class TravelTimeModel(BaseEstimator):
+    r"""Probabilistic travel-time model: a uniform mixture of VRVMs fitted on data shards.
+
+    Each of ``n_members`` variational relevance vector machines
+    (:class:`~vrvm.engine.regressor.VRVMRegressor`) is fitted on its own shard of the trips;
+    the shards are stratified by (origin zone, destination zone, hour of day). The
+    predictive distribution of a trip is the equally weighted mixture of the members'
+    predictives (Student-t for the structured factorisation, Gaussian for the
+    mean-field one), their scales multiplied by a factor that depends on the trip's
+    distance (``noise_model``).
+
+    Parameters
+    ----------
+    n_members : int, default=8
+        Number of ensemble members (and of shards).
+    target : {"log", "seconds"}, default="log"
+        Scale the members model. ``"log"``: log(travel_time_s); the predictive on
+        seconds is then a log-t (or log-normal) mixture with positive support.
+        ``"seconds"``: travel_time_s itself (the paper's scale; the predictive puts
+        some mass on negative times).
+    kernel_widths : "auto", float or sequence of float, default="auto"
+        Gaussian kernel widths, in units of the standardised features. ``"auto"``
+        chooses them once, by ``width_selection``, on a random subsample of at most
+        ``selection_size`` trips, and every member uses the result.
+    kernel_mode : {"stacked", "summed"}, default="stacked"
+        See :class:`~vrvm.engine.regressor.VRVMRegressor`.
+    width_selection : {"evidence", "cv"}, default="evidence"
+        Criterion for ``"auto"`` widths (see :class:`~vrvm.engine.regressor.VRVMRegressor`).
+    n_widths : int, default=2
+        Number of widths chosen by ``"auto"``.
+    max_basis : int, default=1000
+        Maximum number of kernel centres per member.
+    factorization : {"structured", "meanfield"}, default="structured"
+        Variational family: Student-t or Gaussian member predictives.
+    h3_resolution : int or None, default=None
+        H3 resolution of the zones used for stratification. None chooses it from the
+        extent of the training data (:func:`~vrvm.trips.zones.choose_h3_resolution` with
+        ``target_zones``).
+    target_zones : int, default=200
+        Approximate number of zones covering the data when ``h3_resolution`` is None.
+    tz : str or None, default=None
+        Time zone (IANA name) in which hours and weekdays are read. None: the zone of
+        ``start_time`` at ``fit``. Naive query times are read in this zone.
+    distance_feature : {"auto", "km", "log1p"}, default="auto"
+        The linear basis column d(x): great-circle distance in km, or log(1 + km)
+        (see :class:`vrvm.trips.features.TripFeaturizer`). ``"auto"``: log1p for the log
+        target (log t ~ a + b log d), km for seconds (the paper's column). On the
+        Chicago sample log1p lowered the ensemble's CRPS from 210 s to 169 s and its
+        RMSE from 1569 s to 376 s (benchmarks/bench_trips.py).
+    distance_in_kernel : bool, default=True
+        Give the kernel the standardised distance column as an input too (besides the
+        linear term), so that trips of similar length look similar to it. On the
+        Chicago sample the evidence of the width selection rose by 49 nats (random
+        split; 33 on the time split) and CRPS fell from 164.6 to 162.5 s (176.4 to
+        174.4 s; benchmarks/bench_trips.py).
+    noise_model : {"distance", "constant"}, default="distance"
+        ``"constant"``: each member's own noise level for every trip (the paper's
+        model). ``"distance"``: every member's predictive scale is multiplied by
+        exp(c0 + c1 u + c2 u^2), u the distance column clipped to its training range,
+        with c fitted by maximum out-of-shard likelihood after the members
+        (:mod:`vrvm.engine.calibration`; needs ``n_members >= 2``). On the Chicago sample the
+        members' 90 % intervals covered 68 % of trips under 0.5 km and 98 % over
+        8 km; with the distance scale 88 % and 93 %, CRPS 169 -> 165 s.
+    n_jobs : int or None, default=1
+        Members fitted in parallel with the loky backend (-1: all cores).
+    backend : {"loky", "dask"}, default="loky"
+        ``"loky"``: local processes through joblib. ``"dask"``: tasks on a Dask cluster
+        (needs ``pip install 'vrvm[dask]'``), given by ``client``.
+    client : dask.distributed.Client, str or None, default=None
+        For ``backend="dask"``: a client, or a scheduler address such as
+        ``"tcp://10.0.0.5:8786"`` (connected to for the fit, then closed). None uses
+        the current default client.
+    selection_size : int, default=2000
+        Trips in the pooled subsample used to choose ``"auto"`` widths.
+    random_state : int, numpy Generator or None, default=None
+        Seed of sharding, width selection and the members' centre choice. An integer
+        makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
+
+    Attributes
+    ----------
+    members_ : list of VRVMRegressor
+        The fitted members, member ``m`` trained on shard ``m``.
+    featurizer_ : TripFeaturizer
+        The fitted featurizer shared by all members.
+    kernel_widths_ : ndarray
+        Kernel widths every member used.
+    width_scores_ : dict
+        Score of every candidate width set when widths were chosen automatically
+        (empty otherwise).
+    h3_resolution_ : int or None
+        H3 resolution of the stratification zones (None when ``zones=`` was given).
+    tz_ : str
+        Time zone of hours and weekdays.
+    shard_sizes_ : ndarray of int
+        Trips per member.
+    n_relevance_ : ndarray of int
+        Relevance vectors per member.
+    noise_scale_coef_ : ndarray of shape (3,)
+        c of the distance scale g(x) = exp(c0 + c1 u + c2 u^2) (zeros: no scaling).
+    noise_scale_range_ : tuple of float
+        Training range of the distance column, to which u is clipped.
+    noise_scale_score_ : dict
+        Mean out-of-shard log density (target scale) of the training trips used to
+        fit the scale, ``"before"`` and ``"after"`` it (empty for ``"constant"``).
+    fit_time_s_ : float
+        Wall-clock duration of :meth:`fit`, in seconds.
+    training_summary_ : dict
+        ``n_trips``, ``start_time_min`` / ``start_time_max`` (ISO 8601),
+        ``bbox`` ``[min_lat, min_lon, max_lat, max_lon]``, ``travel_time_s``
+        min/median/max, ``sha256`` (:func:`trips_sha256`), and the trips'
+        ``source``/``schema``/``synthetic`` attributes when present.
+    metrics_ : dict or None
+        Metrics stored with the model (see :meth:`save`); None after :meth:`fit`.
+
+    See Also
+    --------
+    vrvm.engine.regressor.VRVMRegressor : one member.
+    vrvm.engine.mixture.MixtureDistribution : the predictive returned by :meth:`predict_dist`.
+    vrvm.engine.metrics.evaluate_distribution : the scores of :meth:`evaluate`.
+
+    Notes
+    -----
+    With target y = log T the members' Student-t predictives p_m(y) give the mixture
+
+    .. math:: p(t) = \frac{1}{M} \sum_{m=1}^{M} \frac{1}{t}\, p_m(\log t), \qquad t > 0,
+
+    whose quantiles are exp of the log-scale mixture quantiles, so medians and
+    intervals are exact; its mean and variance use variance-matched log-normal
+    components (log-t moments are infinite, see
+    :class:`~vrvm.engine.mixture.MixtureDistribution`).
+
+    Training on disjoint shards and averaging the predictives is a
+    divide-and-conquer approximation to one VRVM on all data: each member works on
+    n/M rows (its Gram matrix Phi^T Phi costs O(n K^2 / M) for K candidate basis
+    functions) and the members run in parallel. By the law of total variance the
+    mixture's variance is the members' average variance plus the spread of their
+    means, so disagreement between members widens the predictive. Stratifying the
+    shards on (origin zone, destination zone, hour) keeps every member's view of the
+    city and of the day representative.
+
+    Prediction costs O(M K_r^2) per trip, K_r being a member's number of relevance
+    vectors: the members' posterior factors are inverted once and applied block-wise
+    (about 8 µs per trip for 8 members of ~100 relevance vectors on one core).
+
+    Examples
+    --------
+    >>> from vrvm import synthetic_city
+    >>> from vrvm.trips.model import TravelTimeModel
+    >>> trips = synthetic_city(800, seed=0)
+    >>> model = TravelTimeModel(n_members=2, kernel_widths=[1.0, 2.0], max_basis=60,
+    ...                         random_state=0).fit(trips)
+    >>> dist = model.predict_dist(trips.head(3))
+    >>> dist.n_components, len(dist)
+    (2, 3)
+    >>> lo, hi = dist.interval(0.9)
+    >>> median = model.predict(trips.head(3))
+    >>> bool(((lo > 0) & (lo < median) & (median < hi)).all())
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        n_members: int = 8,
+        target: str = "log",
+        kernel_widths="auto",
+        kernel_mode: str = "stacked",
+        width_selection: str = "evidence",
+        n_widths: int = 2,
+        max_basis: int = 1000,
+        factorization: str = "structured",
+        h3_resolution: int | None = None,
+        target_zones: int = 200,
+        tz: str | None = None,
+        distance_feature: str = "auto",
+        distance_in_kernel: bool = True,
+        noise_model: str = "distance",
+        n_jobs: int | None = 1,
+        backend: str = "loky",
+        client=None,
+        selection_size: int = 2000,
+        random_state: int | np.random.Generator | None = None,
+    ):
+        self.n_members = n_members
+        self.target = target
+        self.kernel_widths = kernel_widths
+        self.kernel_mode = kernel_mode
+        self.width_selection = width_selection
+        self.n_widths = n_widths
+        self.max_basis = max_basis
+        self.factorization = factorization
+        self.h3_resolution = h3_resolution
+        self.target_zones = target_zones
+        self.tz = tz
+        self.distance_feature = distance_feature
+        self.distance_in_kernel = distance_in_kernel
+        self.noise_model = noise_model
+        self.n_jobs = n_jobs
+        self.backend = backend
+        self.client = client
+        self.selection_size = selection_size
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self) -> None:
+        check_params(self, _PARAMETER_CONSTRAINTS)
+        # the shared parameters, by the members' own table (same names, same rules)
+        self._member_template(kernel_widths=self.kernel_widths)._validate_params()
+
+    def _member_template(self, **overrides) -> VRVMRegressor:
+        params = {name: getattr(self, name) for name in _REGRESSOR_PARAMS}
+        params.update(overrides)
+        return VRVMRegressor(**params)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(
+        self,
+        trips: pd.DataFrame,
+        *,
+        progress: ProgressCallback | None = None,
+        zones=None,
+    ) -> TravelTimeModel:
+        """Fit the ensemble on canonical trips.
+
+        Parameters
+        ----------
+        trips : pandas.DataFrame
+            Canonical trips (:data:`vrvm.trips.CANONICAL_COLUMNS`, as returned by
+            :func:`vrvm.read_trips`), with finite travel times (positive for
+            ``target="log"``). ``start_time`` must be timezone-aware unless ``tz``
+            is given.
+        progress : callable or None, default=None
+            Called as ``progress(i_done, n_members, elapsed_s)`` in the calling
+            process after each member completes (members may complete in any order),
+            ``elapsed_s`` counting from the start of ``fit``. For a CLI progress bar
+            or ``st.progress``.
+        zones : array-like or pandas.DataFrame, optional
+            Zone labels of each trip used for stratification instead of H3 cells:
+            shape ``(n,)`` (one label, e.g. an origin-destination pair) or
+            ``(n, k)`` (e.g. origin and destination zone). The hour of day is added
+            to the strata in both cases.
+
+        Returns
+        -------
+        self : TravelTimeModel
+        """
+        started = time.perf_counter()
+        self._validate_params()
+        provenance = trip_provenance(trips)
+        trips = check_trips(trips, with_target=True)
+        with _ensemble.dask_client(self.backend, self.client) as client:  # connect before the work, to fail early
+            return self._fit(trips, progress, zones, client, started, provenance)
+
+    def _fit(
+        self, trips, progress, zones, client, started: float, provenance: dict[str, Any]
+    ) -> TravelTimeModel:
+        positive = self.target == "log"
+        travel_time_s = travel_times(trips, positive=positive)
+        n = len(trips)
+        if n < 3 * self.n_members:
+            raise ValueError(
+                f"{n} trips are too few for {self.n_members} members (each member needs "
+                "at least 3); use fewer members or more data"
+            )
+
+        distance = self.distance_feature
+        if distance == "auto":
+            distance = "log1p" if self.target == "log" else "km"
+        featurizer = TripFeaturizer(
+            tz=self.tz, distance=distance, distance_in_kernel=bool(self.distance_in_kernel)
+        )
+        X, d = featurizer.fit_transform(trips)
+        y = np.log(travel_time_s) if positive else travel_time_s
+        seeds = _ensemble.Seeds(self.random_state, self.n_members)
+
+        strata, resolution = self._strata(trips, featurizer.tz_, zones)
+        shard_of_row = stratified_shards(strata, self.n_members, random_state=seeds.shards)
+        shard_rows = [np.flatnonzero(shard_of_row == m) for m in range(self.n_members)]
+
+        widths, width_scores = self._choose_widths(X, y, d, seeds.selection)
+        logger.info(
+            "fitting %d members on %d trips with kernel widths %s",
+            self.n_members,
+            n,
+            np.round(widths, 4).tolist(),
+        )
+        tasks = []
+        for m, rows in enumerate(shard_rows):
+            params = self._member_template(kernel_widths=widths.tolist()).get_params()
+            params["random_state"] = seeds.members[m]
+            tasks.append((m, X[rows], y[rows], d[rows], params))
+        members = _ensemble.fit_members(tasks, progress, started, client, self.n_jobs)
+
+        self.members_ = members
+        # the training trips behind each member's relevance vectors, for maps of them
+        starts = (
+            trips["start_time"].dt.tz_convert("UTC")
+            if trips["start_time"].dt.tz
+            else (trips["start_time"])
+        )
+        raw = np.column_stack(
+            [
+                trips[["origin_lat", "origin_lon", "dest_lat", "dest_lon"]].to_numpy(float),
+                starts.astype("int64").to_numpy() / 1e9,
+                travel_time_s,
+            ]
+        )
+        self.relevance_trip_arrays_ = [
+            raw[rows[member.relevance_indices_]]
+            for rows, member in zip(shard_rows, members, strict=True)
+        ]
+        self.featurizer_ = featurizer
+        self._fit_noise_scale(X, y, d, shard_of_row, seeds.noise_scale)
+        self.kernel_widths_ = widths
+        self.width_scores_ = width_scores
+        self.h3_resolution_ = resolution
+        self.tz_ = featurizer.tz_
+        self.shard_sizes_ = np.array([rows.size for rows in shard_rows])
+        self.n_relevance_ = np.array([member.n_relevance_ for member in members])
+        self.training_summary_ = summarise_trips(trips, travel_time_s, provenance)
+        self.metrics_ = None
+        self.n_updates_ = 0
+        self.update_history_ = []
+        self.fit_time_s_ = time.perf_counter() - started
+        logger.info("fitted %d members in %.1f s", self.n_members, self.fit_time_s_)
+        return self
+
+    def _fit_noise_scale(self, X, y, d, shard_of_row, seed) -> None:
+        """Fit the distance scale on out-of-shard predictions (see :mod:`vrvm.engine.calibration`)."""
+        self.noise_scale_coef_ = np.zeros(3)
+        self.noise_scale_range_ = (float(d.min()), float(d.max()))
+        self.noise_scale_score_ = {}
+        predictives = self._predictives()
+        if self.noise_model == "constant" or len(predictives) < 2:
+            return
+        rng = np.random.default_rng(seed)
+        rows = np.arange(y.size)
+        if rows.size > _SCALE_FIT_ROWS:
+            rows = np.sort(rng.choice(rows.size, size=_SCALE_FIT_ROWS, replace=False))
+        loc, scale = self._member_loc_scale(predictives, X[rows], d[rows])
+        held_out = shard_of_row[rows][None, :] != np.arange(len(predictives))[:, None]
+        coef, before, after = fit_scale_model(
+            loc,
+            scale,
+            y[rows],
+            held_out,
+            scale_features(d[rows], self.noise_scale_range_),
+            _degrees_of_freedom(predictives),
+        )
+        self.noise_scale_coef_ = coef
+        self.noise_scale_score_ = {"before": before, "after": after, "n_trips": int(rows.size)}
+        logger.info(
+            "distance scale c = %s: out-of-shard mean log density %.4f -> %.4f",
+            np.round(coef, 4).tolist(),
+            before,
+            after,
+        )
+
+    @staticmethod
+    def _member_loc_scale(predictives, X, d) -> tuple[np.ndarray, np.ndarray]:
+        """Every member's predictive location and scale, (M, n) each, block by block."""
+        loc = np.empty((len(predictives), X.shape[0]))
+        scale = np.empty_like(loc)
+        with single_threaded_blas():
+            for start in range(0, X.shape[0], _PREDICT_CHUNK):
+                rows = slice(start, start + _PREDICT_CHUNK)
+                for m, member in enumerate(predictives):
+                    loc[m, rows], scale[m, rows] = member.loc_scale(X[rows], d[rows, None])
+        return loc, scale
+
+    def _strata(self, trips: pd.DataFrame, tz: str, zones) -> tuple[list, int | None]:
+        """Stratification keys (origin zone, destination zone, local hour) and the resolution."""
+        times = trips["start_time"]
+        if times.dt.tz is not None:
+            times = times.dt.tz_convert(tz)
+        hour = times.dt.hour.to_numpy()
+        if zones is not None:
+            if isinstance(zones, pd.DataFrame):
+                keys = [zones[c].to_numpy() for c in zones.columns]
+            else:
+                arr = np.asarray(zones, dtype=object)
+                keys = [arr] if arr.ndim == 1 else [arr[:, j] for j in range(arr.shape[1])]
+            if any(len(k) != len(trips) for k in keys) or not keys:
+                raise ValueError(
+                    f"zones must hold one label (or one row of labels) per trip: got "
+                    f"{[len(k) for k in keys]} labels for {len(trips)} trips"
+                )
+            return [*keys, hour], None
+        o_lat, o_lon = trips["origin_lat"].to_numpy(float), trips["origin_lon"].to_numpy(float)
+        d_lat, d_lon = trips["dest_lat"].to_numpy(float), trips["dest_lon"].to_numpy(float)
+        resolution = self.h3_resolution
+        if resolution is None:
+            resolution = choose_h3_resolution(
+                np.concatenate([o_lat, d_lat]),
+                np.concatenate([o_lon, d_lon]),
+                target_zones=self.target_zones,
+            )
+        origin = latlng_to_zone(o_lat, o_lon, resolution)
+        dest = latlng_to_zone(d_lat, d_lon, resolution)
+        return [origin, dest, hour], int(resolution)
+
+    def _choose_widths(self, X, y, d, seed: int) -> tuple[np.ndarray, dict]:
+        """Explicit widths as given, or ``"auto"`` ones chosen once on a pooled subsample."""
+        if not isinstance(self.kernel_widths, str):
+            return np.atleast_1d(np.asarray(self.kernel_widths, dtype=np.float64)), {}
+        rng = np.random.default_rng(seed)
+        rows = np.arange(X.shape[0])
+        if rows.size > self.selection_size:
+            rows = np.sort(rng.choice(rows.size, size=self.selection_size, replace=False))
+        started = time.perf_counter()
+        selector = self._member_template(random_state=seed, n_jobs=self.n_jobs).fit(
+            X[rows], y[rows], linear=d[rows]
+        )
+        logger.info(
+            "chose kernel widths %s on %d trips in %.1f s",
+            np.round(selector.kernel_widths_, 4).tolist(),
+            rows.size,
+            time.perf_counter() - started,
+        )
+        return np.asarray(selector.kernel_widths_, dtype=np.float64), dict(selector.width_scores_)
+
+    # ------------------------------------------------------------------ prediction
+    def predict_dist(self, queries: pd.DataFrame) -> MixtureDistribution:
+        """Predictive distribution of the travel time (seconds) of each query.
+
+        Parameters
+        ----------
+        queries : pandas.DataFrame
+            Columns ``origin_lat, origin_lon, dest_lat, dest_lon, start_time``;
+            other columns are ignored. Naive ``start_time`` values are read as wall
+            clock times in the model's time zone ``tz_``.
+
+        Returns
+        -------
+        MixtureDistribution
+            ``M = n_members`` components per query, on seconds: Student-t
+            (structured) or Gaussian (mean-field) components of log-seconds with
+            ``transform="log"`` for ``target="log"``; of seconds otherwise. Each
+            component's scale is the member's times :meth:`noise_scale_at` the
+            query's distance (1 for ``noise_model="constant"``).
+        """
+        check_is_fitted(self, "members_")
+        queries = check_trips(queries, with_target=False, name="queries")
+        X, d = self.featurizer_.transform(queries)
+        predictives = self._predictives()
+        loc, scale = self._member_loc_scale(predictives, X, d)
+        if self.noise_scale_coef_.any():
+            scale *= scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)[None, :]
+        df = _degrees_of_freedom(predictives)
+        transform = "log" if self.target == "log" else None
+        return MixtureDistribution(
+            loc, scale, df=None if df is None else df[:, None], transform=transform
+        )
+
+    def noise_scale_at(self, km) -> np.ndarray:
+        """Factor g(x) by which the distance scale multiplies the members' spread.
+
+        Parameters
+        ----------
+        km : float or array-like
+            Great-circle origin-destination distances in km.
+
+        Returns
+        -------
+        ndarray
+            g for each distance (all ones for ``noise_model="constant"``).
+
+        Examples
+        --------
+        >>> from vrvm import synthetic_city
+        >>> model = TravelTimeModel(n_members=2, kernel_widths=[1.0, 2.0], max_basis=60,
+        ...                         random_state=0).fit(synthetic_city(800, seed=0))
+        >>> model.noise_scale_at([0.5, 2.0, 10.0]).shape
+        (3,)
+        """
+        check_is_fitted(self, "members_")
+        km = np.atleast_1d(np.asarray(km, dtype=np.float64))
+        if np.any(~np.isfinite(km)) or np.any(km < 0):
+            raise ValueError("km must be finite distances >= 0")
+        d = self.featurizer_.distance_column(km)
+        return scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)
+
+    def _predictives(self) -> list:
+        """The members' compact predictive models (see ``VRVMRegressor.predict_dist``)."""
+        return [member._predictor for member in self.members_]
+
+    # ------------------------------------------------------------------ online updates
+    def update(
+        self,
+        trips: pd.DataFrame,
+        *,
+        forgetting: float = 1.0,
+        assign: str = "shard",
+    ) -> TravelTimeModel:
+        """Update every member's posterior with new trips, in milliseconds, without refitting.
+
+        Each member keeps its relevance vectors, kernel widths and alpha; the
+        posterior over its weights and noise precision is conjugate given those, so
+        today's posterior becomes tomorrow's prior (:meth:`VRVMRegressor.partial_fit`).
+        Features use the standardisation learned at fit time. Updates the model in
+        place and returns it; copy it first (``copy.deepcopy``) to keep the old one.
+
+        Parameters
+        ----------
+        trips : pandas.DataFrame
+            Canonical trips with travel times.
+        forgetting : float in (0, 1], default=1.0
+            Exponential forgetting per new trip (see :meth:`VRVMRegressor.partial_fit`):
+            below 1 the model follows drift such as a road closure; 1 forgets nothing.
+        assign : {"shard", "all"}, default="shard"
+            ``"shard"``: trips are dealt to the members in turn (continuing across
+            calls), keeping each member's share of the data as at fit time, as the
+            ensemble was trained; a one-trip update then costs one member's time (0.8 ms
+            on the Chicago benchmark). ``"all"``: every member learns every trip (8x the
+            work; within 1 % of the same CRPS in benchmarks/bench_online.py).
+
+        Returns
+        -------
+        self : TravelTimeModel
+        """
+        check_is_fitted(self, "members_")
+        check_params(self, {"forgetting": FORGETTING}, values={"forgetting": forgetting})
+        if assign not in ("all", "shard"):
+            raise ValueError(f"assign must be 'all' or 'shard', got {assign!r}")
+        trips = check_trips(trips, with_target=True)
+        travel_time_s = travel_times(trips, positive=self.target == "log")
+        X, d = self.featurizer_.transform(trips)
+        y = np.log(travel_time_s) if self.target == "log" else travel_time_s
+        n_members = len(self.members_)
+        seen = self.n_updates_
+        for m, member in enumerate(self.members_):
+            rows = (
+                slice(None) if assign == "all" else (np.arange(len(trips)) + seen) % n_members == m
+            )
+            if assign == "all" or np.any(rows):
+                member._update(X[rows], y[rows], d[rows, None], forgetting)
+        self.n_updates_ = seen + len(trips)
+        self._record_update(trips, forgetting, assign)
+        return self
+
+    def _record_update(self, trips: pd.DataFrame, forgetting: float, assign: str) -> None:
+        """Append to ``update_history_``; consecutive updates with the same settings are
+        merged into one entry (trip count and time range), so a stream of single-trip
+        updates costs no bookkeeping and the saved history stays short."""
+        times = trips["start_time"]
+        first, last = times.iloc[0], times.iloc[-1]
+        if len(trips) > 1:
+            first, last = times.min(), times.max()
+        history = self.update_history_
+        entry = history[-1] if history else None
+        if entry and entry["forgetting"] == float(forgetting) and entry["assign"] == assign:
+            entry["n_trips"] += len(trips)
+            entry["start"] = min(pd.Timestamp(entry["start"]), first).isoformat()
+            entry["end"] = max(pd.Timestamp(entry["end"]), last).isoformat()
+        else:
+            history.append(
+                {
+                    "n_trips": len(trips),
+                    "start": first.isoformat(),
+                    "end": last.isoformat(),
+                    "forgetting": float(forgetting),
+                    "assign": assign,
+                }
+            )
+        self.update_history_ = history
+
+    def relevance_trips(self) -> pd.DataFrame:
+        """The training trips that became relevance vectors, one row per (member, trip).
+
+        Columns: ``member``, ``origin_lat``, ``origin_lon``, ``dest_lat``, ``dest_lon``,
+        ``start_time`` (in the model's time zone), ``hour``, ``travel_time_s``,
+        ``weight`` (sum of |posterior mean weight| of the trip's kernel columns, in
+        target units), ``width`` (kernel width of its largest-weight column; NaN for
+        summed kernels) and ``n_widths`` (how many of its widths survived).
+        """
+        check_is_fitted(self, "members_")
+        frames = []
+        for m, (member, raw) in enumerate(
+            zip(self.members_, self.relevance_trip_arrays_, strict=True)
+        ):
+            idx = member.relevance_indices_
+            weight = np.zeros(idx.size)
+            width = np.full(idx.size, np.nan)
+            n_widths = np.zeros(idx.size, dtype=int)
+            best = np.zeros(idx.size)
+            pos = np.searchsorted(idx, member.basis_centre_index_)
+            for col, (centre, p) in enumerate(zip(member.basis_centre_index_, pos, strict=True)):
+                if centre < 0:
+                    continue
+                w = abs(member.coef_[col])
+                weight[p] += w
+                n_widths[p] += 1
+                if w >= best[p]:
+                    best[p], width[p] = w, member.basis_width_[col]
+            frame = pd.DataFrame(
+                raw,
+                columns=[
+                    "origin_lat",
+                    "origin_lon",
+                    "dest_lat",
+                    "dest_lon",
+                    "start_s",
+                    "travel_time_s",
+                ],
+            )
+            frame.insert(0, "member", m)
+            frame["start_time"] = pd.to_datetime(
+                frame.pop("start_s"), unit="s", utc=True
+            ).dt.tz_convert(self.tz_)
+            frame["hour"] = frame["start_time"].dt.hour
+            frame["weight"], frame["width"], frame["n_widths"] = weight, width, n_widths
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True)
+
+    def predict(self, queries: pd.DataFrame) -> np.ndarray:
+        """Predictive median travel time of each query, in seconds.
+
+        The median, not the mean: it is exact for the mixture, robust to the heavy
+        right tail of travel times, and the point forecast minimising absolute error.
+        """
+        return self.predict_dist(queries).median()
+
+    def evaluate(
+        self,
+        trips: pd.DataFrame,
+        *,
+        levels=DEFAULT_LEVELS,
+        pit_bins: int = 10,
+    ) -> dict[str, Any]:
+        """Score the predictive distributions of ``trips`` against their travel times.
+
+        Returns the dict of :func:`vrvm.engine.metrics.evaluate_distribution` (RMSE / MAE /
+        MAPE of the median and the mean, NLL, CRPS, interval coverage and width, PIT
+        histogram), all in seconds.
+        """
+        check_is_fitted(self, "members_")
+        trips = check_trips(trips, with_target=True)
+        y = travel_times(trips, positive=False)
+        return evaluate_distribution(self.predict_dist(trips), y, levels=levels, pit_bins=pit_bins)
+
+    # ------------------------------------------------------------------ storage
+    def save(self, path: str | os.PathLike[str], *, metrics: Mapping | None = None):
+        """Save the model atomically to the directory ``path`` (no pickle).
+
+        ``model.json`` holds the format name ``"vrvm.TravelTimeModel"`` and version,
+        the parameters, the featurizer configuration, the kernel widths, the zone
+        resolution, the time zone, the training summary with its SHA-256, the
+        members' metadata and ``metrics``; ``arrays.npz`` holds every member's arrays
+        under the prefix ``m000__``, ``m001__``, ... (see
+        :func:`vrvm.trips.model_dir.save_model_dir` for the atomicity guarantee).
+
+        Parameters
+        ----------
+        path : str or path-like
+            Model directory; an existing model there is replaced.
+        metrics : dict, optional
+            JSON-serialisable scores to store (for example :meth:`evaluate` on a
+            held-out set); default: the model's ``metrics_``.
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+        """
+        check_is_fitted(self, "members_")
+        return model_format.save_model(self, path, metrics)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TravelTimeModel:
+        """Load a model saved by :meth:`save`, verifying its format and checksum.
+
+        Raises
+        ------
+        ModelFormatError
+            If the directory is missing, damaged, tampered with (checksum mismatch),
+            of another format, written by a newer vrvm, or inconsistent.
+        """
+        return model_format.load_model(cls, path)

@@ -1,0 +1,159 @@
+"""The saved form of a travel-time model: what goes into its model directory and back.
+
+``model.json`` holds the format name ``"vrvm.TravelTimeModel"`` and version, the
+parameters, the featurizer configuration, the kernel widths, the zone resolution, the
+time zone, the training summary with its SHA-256, the members' metadata and the
+metrics; ``arrays.npz`` holds every member's arrays under the prefix ``m000__``,
+``m001__``, ... (the model directory itself, atomic and pickle-free, is
+:mod:`vrvm.trips.model_dir`).
+
+Format history: version 2 added the distance scale of the spread (``noise_scale``);
+a version-1 model loads with ``noise_model="constant"``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vrvm.engine.regressor import VRVMRegressor
+from vrvm.trips.features import TripFeaturizer
+from vrvm.trips.model_dir import ModelFormatError, load_model_dir, save_model_dir
+
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
+
+#: Format name and newest format version of saved models.
+FORMAT_NAME = "vrvm.TravelTimeModel"
+FORMAT_VERSION = 2  # 2: the distance scale (noise_scale); 1 is read as no scaling
+
+
+def _round_for_json(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def _json_params(model) -> dict[str, Any]:
+    """The model's parameters as JSON (no live Dask client, no Generator seed)."""
+    params = model.get_params()
+    params["client"] = None  # a live connection is not part of the model
+    if not (params["random_state"] is None or isinstance(params["random_state"], int)):
+        params["random_state"] = None
+    if not isinstance(params["kernel_widths"], str):
+        params["kernel_widths"] = np.atleast_1d(params["kernel_widths"]).astype(float).tolist()
+    return params
+
+
+def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> Path:
+    """Write a fitted :class:`~vrvm.trips.model.TravelTimeModel` to a model directory.
+
+    See :meth:`TravelTimeModel.save <vrvm.trips.model.TravelTimeModel.save>`.
+    """
+    member_meta = []
+    arrays: dict[str, np.ndarray] = {}
+    for m, member in enumerate(model.members_):
+        meta, member_arrays = member.export_state()
+        member_meta.append(meta)
+        member_arrays["relevance_trips"] = model.relevance_trip_arrays_[m]
+        arrays.update({f"m{m:03d}__{key}": value for key, value in member_arrays.items()})
+    metadata = {
+        "params": _json_params(model),
+        "n_members": len(model.members_),
+        "target": model.target,
+        "featurizer": model.featurizer_.to_dict(),
+        "kernel_widths": [float(w) for w in model.kernel_widths_],
+        "width_scores": [
+            {"widths": list(widths), "score": _round_for_json(score)}
+            for widths, score in model.width_scores_.items()
+        ],
+        "h3_resolution": model.h3_resolution_,
+        "tz": model.tz_,
+        "shard_sizes": [int(s) for s in model.shard_sizes_],
+        "fit_time_s": float(model.fit_time_s_),
+        "training_summary": model.training_summary_,
+        "metrics": dict(metrics) if metrics is not None else model.metrics_,
+        "noise_scale": {
+            "coef": [float(c) for c in model.noise_scale_coef_],
+            "d_range": [float(v) for v in model.noise_scale_range_],
+            "score": dict(model.noise_scale_score_),
+        },
+        "n_updates": int(model.n_updates_),
+        "update_history": list(model.update_history_),
+        "members": member_meta,
+    }
+    return save_model_dir(
+        path,
+        metadata=metadata,
+        arrays=arrays,
+        format_name=FORMAT_NAME,
+        format_version=FORMAT_VERSION,
+    )
+
+
+def load_model(cls, path: str | os.PathLike[str]):
+    """Read a model directory written by :func:`save_model` into a new ``cls`` instance.
+
+    See :meth:`TravelTimeModel.load <vrvm.trips.model.TravelTimeModel.load>`.
+    """
+    meta, arrays = load_model_dir(
+        path, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION
+    )
+    try:
+        model = cls(**meta["params"])
+        n_members = int(meta["n_members"])
+        if len(meta["members"]) != n_members:
+            raise ValueError(f"{len(meta['members'])} member records for {n_members} members")
+        per_member: list[dict[str, np.ndarray]] = [{} for _ in range(n_members)]
+        for key, value in arrays.items():
+            prefix, sep, name = key.partition("__")
+            index = int(prefix[1:]) if prefix[1:].isdigit() else -1
+            if not (sep and prefix[:1] == "m" and 0 <= index < n_members):
+                raise ValueError(f"unexpected array {key!r}")
+            per_member[index][name] = value
+        members = [
+            VRVMRegressor.from_state(member_meta, member_arrays)
+            for member_meta, member_arrays in zip(meta["members"], per_member, strict=True)
+        ]
+        model.members_ = members
+        model.relevance_trip_arrays_ = [
+            np.asarray(member_arrays["relevance_trips"], dtype=np.float64).reshape(-1, 6)
+            for member_arrays in per_member
+        ]
+        model.featurizer_ = TripFeaturizer.from_dict(meta["featurizer"])
+        model.kernel_widths_ = np.asarray(meta["kernel_widths"], dtype=np.float64)
+        model.width_scores_ = {
+            tuple(entry["widths"]): entry["score"] for entry in meta["width_scores"]
+        }
+        model.h3_resolution_ = meta["h3_resolution"]
+        model.tz_ = meta["tz"]
+        model.shard_sizes_ = np.asarray(meta["shard_sizes"], dtype=np.int64)
+        model.n_relevance_ = np.array([member.n_relevance_ for member in members])
+        model.fit_time_s_ = float(meta["fit_time_s"])
+        model.training_summary_ = dict(meta["training_summary"])
+        model.metrics_ = meta["metrics"]
+        model.n_updates_ = int(meta.get("n_updates", 0))
+        model.update_history_ = list(meta.get("update_history", []))
+        # parameters added in format 2 take their format-1 behaviour when absent
+        model.distance_in_kernel = bool(model.featurizer_.distance_in_kernel)
+        scale = meta.get("noise_scale")
+        if scale is None:  # format 1: members' own noise, no distance scale
+            model.noise_model = "constant"
+            scale = {"coef": [0.0, 0.0, 0.0], "d_range": [0.0, 0.0], "score": {}}
+        model.noise_scale_coef_ = np.asarray(scale["coef"], dtype=np.float64).reshape(3)
+        low, high = (float(v) for v in scale["d_range"])
+        model.noise_scale_range_ = (low, high)
+        model.noise_scale_score_ = dict(scale["score"])
+        if not (np.all(np.isfinite(model.noise_scale_coef_)) and low <= high):
+            raise ValueError("noise_scale holds non-finite coefficients or an empty range")
+        if model.target != meta["target"]:
+            raise ValueError("target does not match the stored parameters")
+    except ModelFormatError:
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ModelFormatError(
+            f"{path} does not hold a consistent TravelTimeModel ({type(exc).__name__}: "
+            f"{exc}); the model.json was modified or written by an incompatible tool"
+        ) from None
+    return model

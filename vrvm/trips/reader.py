@@ -1,0 +1,487 @@
+"""Reading trip files (CSV or Parquet, from a path, bytes or an upload) into trips.
+
+:func:`read_trips` turns an export into the canonical table
+(:mod:`vrvm.trips.table`) and *always* returns a
+:class:`~vrvm.trips.cleaning.CleaningReport` beside it, because real exports are messy
+and a silently dropped row is a bug nobody can find later. The file's layout is found
+by :mod:`vrvm.trips.layouts`, its values are parsed by :mod:`vrvm.trips.parsing` and
+its rows cleaned by :mod:`vrvm.trips.cleaning`.
+
+The same reader serves files on disk, the CLI and the dashboard's uploads: what a file
+is (Parquet, or CSV text with its compression and delimiter) is sniffed once, here.
+:func:`expanded_size` measures what compressed data expands to (a zip-bomb guard for
+uploads) and :func:`read_rows` returns chosen rows as they are written in the file
+(to show the rows a report names).
+
+Errors are typed: :class:`TripFileError` when the file cannot be read as a table,
+:class:`~vrvm.trips.layouts.UnknownLayoutError` when its columns are not understood
+(it carries them, for a form that lets the user name them). Both are ``ValueError``.
+
+Safety
+------
+Input is only ever parsed as CSV text (pandas' C parser) or Parquet (pyarrow); nothing
+is unpickled, evaluated or executed.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import warnings
+import zipfile
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pandas as pd
+
+from vrvm.trips.cleaning import CleaningConfig, CleaningReport, as_config, check_flag, clean_parsed
+from vrvm.trips.layouts import Layout, resolve_layout
+from vrvm.trips.parsing import check_zone, parse_columns, zone_name
+
+__all__ = ["TripFileError", "expanded_size", "read_rows", "read_trips"]
+
+
+class TripFileError(ValueError):
+    """A file that cannot be read as a trip table; the message names the file and says
+    what was expected."""
+
+
+_PARQUET_MAGIC = b"PAR1"
+_COMPRESSION_MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"BZh": "bz2",
+    b"\xfd7zXZ\x00": "xz",
+    b"PK\x03\x04": "zip",
+}
+_EXPECTED = "expected a CSV text file with a header row, or a Parquet file"
+
+
+@dataclass
+class _Input:
+    name: str
+    kind: str  # "csv" or "parquet"
+    path: str | None
+    data: bytes | None
+    compression: str | None
+
+    def handle(self):
+        # A fresh handle per read: the header and the body are read separately.
+        return self.path if self.path is not None else io.BytesIO(self.data)
+
+
+def _open_input(path_or_buffer, source: str | None) -> _Input:
+    path: str | None = None
+    data: bytes | None = None
+    if isinstance(path_or_buffer, str | os.PathLike):
+        path = os.fspath(path_or_buffer)
+        name = source or path
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{name}: no such file")
+        with open(path, "rb") as fh:
+            head = fh.read(8192)
+    elif isinstance(path_or_buffer, bytes | bytearray | memoryview):
+        data = bytes(path_or_buffer)
+        name = source or "<bytes>"
+        head = data[:8192]
+    elif hasattr(path_or_buffer, "read"):
+        name = source or str(getattr(path_or_buffer, "name", None) or "<buffer>")
+        # Read from the start even if the object was read before (Streamlit keeps the
+        # same upload object across reruns).
+        if getattr(path_or_buffer, "seekable", lambda: False)():
+            path_or_buffer.seek(0)
+        content = path_or_buffer.read()
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        head = data[:8192]
+    else:
+        raise TypeError(
+            "path_or_buffer must be a path, bytes or a file-like object, got "
+            f"{type(path_or_buffer).__name__}"
+        )
+
+    if not head.strip():
+        raise TripFileError(f"{name} is empty: {_EXPECTED}")
+    suffix = Path(path or name).suffix.lower()
+    if head.startswith(_PARQUET_MAGIC):
+        return _Input(name, "parquet", path, data, None)
+    if suffix in (".parquet", ".pq"):
+        raise TripFileError(
+            f"{name} has a Parquet file extension but is not a Parquet file (it does not "
+            f"start with the 'PAR1' marker): {_EXPECTED}"
+        )
+    for magic, compression in _COMPRESSION_MAGIC.items():
+        if head.startswith(magic):
+            return _Input(name, "csv", path, data, compression)
+    if b"\x00" in head:
+        raise TripFileError(
+            f"{name} looks like binary data, not text: {_EXPECTED} (export an Excel "
+            "workbook as CSV first; save UTF-16 text as UTF-8)"
+        )
+    return _Input(name, "csv", path, data, None)
+
+
+def _short(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+_READ_ERRORS = (
+    pd.errors.ParserError,
+    pd.errors.EmptyDataError,
+    UnicodeError,
+    ValueError,
+    OSError,
+    EOFError,
+)
+
+
+def _read_csv_header(src: _Input) -> tuple[list[str], str]:
+    """Return the header and the delimiter (',' unless the header says otherwise)."""
+    # Same options as the body read, so the header names match its columns exactly.
+    options = {
+        "compression": src.compression,
+        "encoding_errors": "replace",
+        "skipinitialspace": True,
+    }
+    try:
+        header = pd.read_csv(src.handle(), nrows=0, **options).columns
+        sep = ","
+        if len(header) == 1:
+            # A single column usually means another delimiter (European exports use ';').
+            for candidate in (";", "\t", "|"):
+                if candidate in str(header[0]):
+                    sep = candidate
+                    header = pd.read_csv(src.handle(), nrows=0, sep=sep, **options).columns
+                    break
+    except pd.errors.EmptyDataError:
+        raise TripFileError(f"{src.name} is empty: {_EXPECTED}") from None
+    except _READ_ERRORS as err:
+        raise TripFileError(
+            f"{src.name} could not be read as CSV ({_short(err)}): {_EXPECTED}"
+        ) from None
+    if len(header) < 2:
+        raise TripFileError(
+            f"{src.name} does not look like a table: its first line has a single field "
+            f"{str(header[0])[:60]!r}; {_EXPECTED}"
+        )
+    return [str(c) for c in header], sep
+
+
+@dataclass
+class _RawTable:
+    """The source columns a layout needs, before any parsing."""
+
+    frame: pd.DataFrame
+    layout: Layout  # role -> column of frame
+    rows: np.ndarray  # row number of each row of frame
+    n_empty: int = 0
+
+
+def _read_raw(src: _Input, schema: str, column_map, require_duration: bool = True) -> _RawTable:
+    """Read the file and keep the columns of the resolved schema."""
+    if src.kind == "parquet":
+        import pyarrow.parquet as pq  # pyarrow is a dependency; imported lazily for speed
+
+        try:
+            parquet = pq.ParquetFile(src.handle())
+            columns = [str(c) for c in parquet.schema_arrow.names]
+        except Exception as err:  # pyarrow raises several unrelated types
+            raise TripFileError(
+                f"{src.name} could not be read as Parquet ({_short(err)}): {_EXPECTED}"
+            ) from None
+        layout = resolve_layout(columns, schema, column_map, src.name, require_duration)
+        needed = list(dict.fromkeys(layout.mapping.values()))
+        try:
+            raw = parquet.read(columns=needed).to_pandas()
+        except Exception as err:
+            raise TripFileError(
+                f"{src.name} could not be read as Parquet ({_short(err)}): {_EXPECTED}"
+            ) from None
+        if len(raw) == 0:
+            raise TripFileError(f"{src.name} has no data rows: {_EXPECTED}")
+        return _RawTable(raw, layout, np.arange(len(raw)) + 2)
+
+    columns, sep = _read_csv_header(src)
+    layout = resolve_layout(columns, schema, column_map, src.name, require_duration)
+    needed = list(dict.fromkeys(layout.mapping.values()))
+    try:
+        with warnings.catch_warnings():
+            # pandas only *warns* when every row has more fields than the header and
+            # drops the extra ones; that misaligns values with names, so it is an error.
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            raw = pd.read_csv(
+                src.handle(),
+                sep=sep,
+                # All columns, not usecols: with usecols pandas silently ignores rows
+                # with too many fields, which hides shifted values.
+                index_col=False,  # a trailing delimiter is not an index column
+                compression=src.compression,
+                encoding_errors="replace",
+                skipinitialspace=True,
+                # Keep blank lines as rows so that position + 2 is the line number.
+                skip_blank_lines=False,
+                low_memory=False,
+            )
+    except pd.errors.ParserWarning:
+        raise TripFileError(
+            f"{src.name} could not be read as CSV: its rows have more fields than the "
+            f"header has names; {_EXPECTED}"
+        ) from None
+    except _READ_ERRORS as err:
+        raise TripFileError(
+            f"{src.name} could not be read as CSV ({_short(err)}): {_EXPECTED}"
+        ) from None
+    rows = np.arange(len(raw)) + 2
+    empty = raw.isna().all(axis=1).to_numpy()
+    n_empty = int(empty.sum())
+    raw = raw[needed]
+    if n_empty:
+        raw = raw.loc[~empty].reset_index(drop=True)
+        rows = rows[~empty]
+    if len(raw) == 0:
+        raise TripFileError(f"{src.name} has a header but no data rows: {_EXPECTED}")
+    return _RawTable(raw, layout, rows, n_empty)
+
+
+def read_trips(
+    path_or_buffer: str | os.PathLike[str] | bytes | IO[bytes] | IO[str],
+    schema: str = "auto",
+    tz: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    cleaning: CleaningConfig | Mapping | None = None,
+    *,
+    source: str | None = None,
+    require_travel_time: bool = True,
+    row_numbers: bool = False,
+) -> tuple[pd.DataFrame, CleaningReport]:
+    """Read a trip export (CSV or Parquet) into the canonical table, cleaned, with a report.
+
+    Parameters
+    ----------
+    path_or_buffer : str, path, bytes or file-like
+        The file. Parquet is recognised by its ``PAR1`` marker (whatever the
+        extension); anything else is read as CSV text (gzip, bz2, xz and zip
+        compression recognised by content). The delimiter is ``,`` unless the header
+        shows ``;``, tab or ``|``. A seekable file-like is read from its start.
+    schema : {"auto", "canonical", "chicago", "nyc_kaggle", "nyc_tlc"}, default="auto"
+        Source schema; ``"auto"`` picks it from the header (see the module docs).
+    tz : str or None, default=None
+        IANA zone for times without an offset, and the zone of the returned
+        ``start_time``. Default: the schema's city zone, else UTC.
+    column_map : dict or None, default=None
+        Canonical name (or ``"end_time"``) -> column of the file. Overrides or
+        completes the detected schema's mapping, or defines one (schema
+        ``"custom"``) when no schema matches.
+    cleaning : CleaningConfig, dict or None, default=None
+        Cleaning thresholds; ``None`` means ``CleaningConfig()``.
+    source : str or None, default=None
+        Name to use in messages and the report; default: the path, or the
+        file-like's ``name`` attribute (as Streamlit uploads have).
+    require_travel_time : bool, default=True
+        If False (for queries), the travel time is optional: a file without one is
+        read with ``travel_time_s`` all NaN, rows with an empty travel time are kept
+        with NaN, and the duration checks (``missing_duration`` to ``too_fast``)
+        apply only to rows that carry a travel time (see "Queries" in the module
+        docs).
+    row_numbers : bool, default=False
+        If True, the table starts with an int64 column ``row``: the row number (line
+        in the file, header = line 1) of each kept row.
+
+    Returns
+    -------
+    trips : pandas.DataFrame
+        Kept rows with :data:`CANONICAL_COLUMNS` (after ``row`` if
+        ``row_numbers``), a fresh ``RangeIndex``, and ``attrs`` ``"schema"``,
+        ``"tz"`` and ``"source"``.
+    report : CleaningReport
+        Counts and row numbers per reason a row was dropped.
+
+    Raises
+    ------
+    TripFileError
+        If the file is empty, binary, not a table or malformed; the message names
+        the file and says what was expected.
+    UnknownLayoutError
+        If no known layout (nor ``column_map``) says which column holds each role;
+        the message lists the layouts and the closest match, and the error carries
+        the file's columns. Both are ``ValueError``.
+    FileNotFoundError
+        If a path does not exist.
+
+    See Also
+    --------
+    clean_trips : the same cleaning for a frame that is already canonical.
+    detect_schema : which schema a header belongs to.
+
+    Examples
+    --------
+    >>> import io
+    >>> from vrvm.trips.reader import read_trips
+    >>> csv = io.StringIO(
+    ...     "trip_start_timestamp,trip_seconds,pickup_latitude,pickup_longitude,"
+    ...     "dropoff_latitude,dropoff_longitude\\n"
+    ...     "1451606400,600,41.88,-87.63,41.90,-87.65\\n"
+    ...     "1451607300,0,41.88,-87.63,41.89,-87.62\\n"
+    ... )
+    >>> trips, report = read_trips(csv, source="sample.csv")
+    >>> trips.attrs["schema"], trips.attrs["tz"]
+    ('chicago', 'America/Chicago')
+    >>> str(trips["start_time"].iloc[0])  # Chicago's numbers are local wall-clock time
+    '2016-01-01 00:00:00-06:00'
+    >>> print(report)
+    sample.csv: kept 1 of 2 rows (50.0%), dropped 1
+      non_positive_duration: 1 (50.0%), e.g. rows 3
+
+    Queries, with or without travel times, keeping every row's line number:
+
+    >>> queries = io.StringIO(
+    ...     "origin_lat,origin_lon,dest_lat,dest_lon,start_time\\n"
+    ...     "41.88,-87.63,41.90,-87.65,2016-01-01 08:00\\n"
+    ...     "41.88,-87.63,,-87.65,2016-01-01 09:00\\n"
+    ...     "41.88,-87.63,41.95,-87.65,2016-01-01 10:00\\n"
+    ... )
+    >>> found, report = read_trips(queries, tz="America/Chicago",
+    ...                            require_travel_time=False, row_numbers=True)
+    >>> found["row"].tolist(), bool(found["travel_time_s"].isna().all())
+    ([2, 4], True)
+    >>> report.dropped_rows["missing_coordinates"].tolist()
+    [3]
+    """
+    config = as_config(cleaning)
+    tz = check_zone(tz)
+    require_travel_time = check_flag(require_travel_time, "require_travel_time")
+    row_numbers = check_flag(row_numbers, "row_numbers")
+    src = _open_input(path_or_buffer, source)
+    raw = _read_raw(src, schema, column_map, require_travel_time)
+    layout = raw.layout
+    native_zone = zone_name(raw.frame[layout.mapping["start_time"]].dtype)
+    zone = tz or layout.zone or native_zone or "UTC"
+    parsed = parse_columns(raw.frame, layout.mapping, zone, layout.unix_is_local)
+    return clean_parsed(
+        parsed,
+        raw.rows,
+        config,
+        source=src.name,
+        schema=layout.schema,
+        n_empty=raw.n_empty,
+        require_duration=require_travel_time,
+        row_numbers=row_numbers,
+    )
+
+
+def _decompressing(data: bytes, compression: str | None, name: str):
+    """A binary stream of the decompressed content of ``data`` (``data`` itself if plain)."""
+    buffer = io.BytesIO(data)
+    if compression == "zip":
+        try:
+            archive = zipfile.ZipFile(buffer)
+        except zipfile.BadZipFile as exc:
+            raise TripFileError(f"{name}: the zip archive is damaged ({exc})") from None
+        members = [i for i in archive.infolist() if not i.is_dir()]
+        if len(members) != 1:
+            raise TripFileError(
+                f"{name}: a zip archive must hold exactly one CSV file, this one holds "
+                f"{len(members)}"
+            )
+        return archive.open(members[0])
+    opener = {"gzip": gzip.GzipFile, "bz2": bz2.BZ2File, "xz": lzma.LZMAFile}.get(compression)
+    return buffer if opener is None else opener(fileobj=buffer)
+
+
+def expanded_size(data: bytes, cap: int, *, name: str = "<bytes>") -> int:
+    """Bytes that ``data`` expands to when decompressed, counting stops once above ``cap``.
+
+    The compression is recognised as :func:`read_trips` recognises it (gzip, bz2, xz,
+    zip holding one file); plain data is its own size. Reading stops after ``cap``
+    bytes, so a zip bomb costs at most ``cap`` bytes of work.
+
+    Examples
+    --------
+    >>> import gzip
+    >>> expanded_size(gzip.compress(b"a,b\\n" * 1000), cap=10**6)
+    4000
+    >>> expanded_size(gzip.compress(b"0" * 10**6), cap=1000) > 1000
+    True
+    """
+    compression = _sniff_compression(data)
+    if compression is None:
+        return len(data)
+    total = 0
+    try:
+        with _decompressing(data, compression, name) as handle:
+            while total <= cap and (chunk := handle.read(1 << 20)):
+                total += len(chunk)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile) as exc:
+        raise TripFileError(f"{name}: the compressed data is damaged ({exc})") from None
+    return total
+
+
+def _sniff_compression(head: bytes) -> str | None:
+    return next((kind for magic, kind in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+
+
+def read_rows(
+    path_or_buffer: str | os.PathLike[str] | bytes | IO[bytes],
+    rows: Iterable[int],
+    *,
+    source: str | None = None,
+) -> pd.DataFrame:
+    """Chosen rows of a trip file as they are written in it: every column, as text.
+
+    Parameters
+    ----------
+    path_or_buffer : str, path, bytes or file-like
+        The file, as for :func:`read_trips`.
+    rows : iterable of int
+        Row numbers as a :class:`~vrvm.trips.cleaning.CleaningReport` gives them
+        (line numbers with the header as line 1; position + 2 for Parquet).
+    source : str, optional
+        Name of the file in messages.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A ``row`` column, then the file's columns as strings, one row per wanted row
+        that exists, in increasing row order.
+
+    Examples
+    --------
+    >>> csv = b"a,b\\n1,x\\n2,y\\n3,z\\n"
+    >>> read_rows(csv, [4, 2]).to_dict("list")
+    {'row': [2, 4], 'a': ['1', '3'], 'b': ['x', 'z']}
+    """
+    wanted = sorted({int(r) for r in rows if int(r) >= 2})
+    src = _open_input(path_or_buffer, source)
+    if not wanted:
+        return pd.DataFrame(columns=["row"])
+    if src.kind == "parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(src.handle())
+        kept = [r for r in wanted if r - 2 < table.num_rows]
+        picked = table.take([r - 2 for r in kept]).to_pandas().astype(str)
+    else:
+        _, sep = _read_csv_header(src)
+        lines = set(wanted)  # 1-based, header = line 1
+        picked = pd.read_csv(
+            src.handle(),
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            skip_blank_lines=False,
+            index_col=False,
+            compression=src.compression,
+            skiprows=lambda i: i != 0 and (i + 1) not in lines,
+            encoding_errors="replace",
+            skipinitialspace=True,
+        )
+        kept = wanted[: len(picked)]
+    picked = picked.reset_index(drop=True)
+    picked.insert(0, "row", kept)
+    return picked
