@@ -45,7 +45,10 @@ def _settings_form(key: str) -> tuple[retrain.TrainingSettings, list[str]] | Non
         for column, option in zip(option_cols, retrain.RETRAIN_OPTIONS, strict=True):
             # both by default: compare them before publishing one
             if column.checkbox(
-                option["label"], value=True, help=option["help"], key=f"{key}_option_{option['key']}"
+                option["label"],
+                value=True,
+                help=option["help"],
+                key=f"{key}_option_{option['key']}",
             ):
                 chosen.append(option["key"])
         submitted = st.form_submit_button("Train and evaluate", type="primary")

@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from vrvm import MixtureDistribution
-from vrvm.services.forecast import ODForecast, density_curve, interval_table
 from vrvm.services.colours import DEST_RGB, ORIGIN_RGB, hex_colour
+from vrvm.services.forecast import ODForecast, density_curve, interval_table
 
 ORIGIN = hex_colour(ORIGIN_RGB)
 DEST = hex_colour(DEST_RGB)

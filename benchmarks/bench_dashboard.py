@@ -6,7 +6,7 @@ start (synthetic city, default model) under a minute; later starts under 2 s.
 
 What is timed (wall clock, this machine, no browser):
 
-* **first start** - :func:`vrvm.dashboard.ensure_demo_model` on an empty home:
+* **first start** - :func:`vrvm.services.demo.ensure_demo_model` on an empty home:
   generate 20,000 synthetic trips, fit the default 8-member model, score it, save it;
 * **later start** - in a fresh Python process: import, load the saved model and its
   training trips, build the zone map (``service area``); and the first full run of
@@ -47,12 +47,13 @@ LATER_START = """
 import time
 t = time.perf_counter()
 from pathlib import Path
-from vrvm import TravelTimeModel, dashboard
+from vrvm import TravelTimeModel
+from vrvm.services import area as area_svc, models
 imported = time.perf_counter()
 home = Path({home!r})
-model = TravelTimeModel.load(dashboard.model_store(home).active_path())
-trips = dashboard.load_training_trips(home, model)
-area = dashboard.build_service_area(model, trips=trips)
+model = TravelTimeModel.load(models.active_model_path(home)[1])
+trips = models.load_training_trips(home, model)
+area = area_svc.build_service_area(model, trips=trips)
 print(time.perf_counter() - t, imported - t, len(area.grid))
 """
 
@@ -91,15 +92,18 @@ def main() -> None:
     args = parser.parse_args()
 
     from app_ui import charts, maps
-    from vrvm import TravelTimeModel, dashboard
+    from vrvm import TravelTimeModel
+    from vrvm.services import area as area_svc
+    from vrvm.services import coverage as coverage_svc
+    from vrvm.services import demo, forecast, map_layers, models, places
 
     rows = []
     home = args.home
     if home is None:
         home = Path(tempfile.mkdtemp(prefix="vrvm-bench-")) / "home"
-        settings = dashboard.demo_settings()
+        settings = demo.demo_settings()
         start = time.perf_counter()
-        dashboard.ensure_demo_model(home, settings)
+        demo.ensure_demo_model(home, settings)
         first = time.perf_counter() - start
         rows.append(
             row(
@@ -149,31 +153,34 @@ def main() -> None:
         )
     )
 
-    model = TravelTimeModel.load(dashboard.model_store(home).active_path())
-    trips = dashboard.load_training_trips(home, model)
-    area = dashboard.build_service_area(model, trips=trips)
+    model = TravelTimeModel.load(models.active_model_path(home)[1])
+    trips = models.load_training_trips(home, model)
+    area = area_svc.build_service_area(model, trips=trips)
     rng = np.random.default_rng(0)
     busy = area.grid.index[area.grid["n_points"] > 0].to_numpy()
-    departure = dashboard.default_departure(model.tz_)
+    departure = forecast.default_departure(model.tz_)
 
     def random_pair():
         a, b = rng.choice(busy, 2, replace=False)
         return (
-            dashboard.place_from_zone(area, area.grid["zone"][a]),
-            dashboard.place_from_zone(area, area.grid["zone"][b]),
+            places.place_from_zone(area, area.grid["zone"][a]),
+            places.place_from_zone(area, area.grid["zone"][b]),
         )
 
     def od_answer(figures: bool) -> None:
         origin, dest = random_pair()
-        forecast = dashboard.forecast_od(model, origin, dest, departure, 15)
-        dashboard.quantile_table(forecast.dist, (0.1, 0.25, 0.5, 0.75, 0.9))
-        curve = dashboard.density_curve(forecast.dist)
-        profile = dashboard.time_of_day_profile(model, origin, dest, departure)
-        observed, rings = dashboard.observed_pair_trips(trips, origin, dest, area.resolution)
+        answer = forecast.answer_od(
+            model, origin, dest, departure, 15, trips=trips, resolution=area.resolution
+        )
         if figures:
-            charts.density_figure(curve, forecast).to_json()
-            charts.profile_figure(profile, observed, departure_hour=8.0, rings=rings).to_json()
-            state = dashboard.ODState(origin, dest)
+            charts.density_figure(answer.density, answer.forecast).to_json()
+            charts.profile_figure(
+                answer.profile,
+                answer.observed,
+                departure_hour=8.0,
+                rings=answer.observed_rings,
+            ).to_json()
+            state = places.ODState(origin, dest)
             maps.zone_deck(area, state).to_json()
 
     rows.append(
@@ -190,15 +197,16 @@ def main() -> None:
 
     def coverage(a, with_deck: bool) -> None:
         origin, _ = random_pair()
-        grid = dashboard.coverage_grid(model, a, origin, departure, 15)
-        fill, _ = dashboard.coverage_colors(grid, "probability")
-        dashboard.reachable_summary(grid, 0.9)
+        grid = coverage_svc.coverage_grid(model, a, origin, departure, 15)
+        fill, tips, _ = coverage_svc.coverage_map(grid, "probability", 15)
+        coverage_svc.reachable_summary(grid, 0.9)
+        state = places.ODState(origin)
         if with_deck:
-            maps.zone_deck(a, dashboard.ODState(origin), fill=fill).to_json()
+            maps.zone_deck(a, state, fill=fill, tips=tips).to_json()
         else:
-            dashboard.zone_layer_data(a, dashboard.ODState(origin), fill=fill)
+            map_layers.zone_layer_data(a, state, fill=fill, tips=tips)
 
-    finer = dashboard.build_service_area(model, trips=trips, resolution=area.resolution + 1)
+    finer = area_svc.build_service_area(model, trips=trips, resolution=area.resolution + 1)
     big = replace(finer, grid=finer.grid.head(2000).reset_index(drop=True))
     for a in (area, big):
         n = len(a.grid)

@@ -55,16 +55,11 @@ process start-up, 2-4 s here, is not part of a fit).
 
 ``--explore`` instead fits a grid of ``TravelTimeModel`` settings (parameters only, a
 few seeds) on the random split and writes ``bench_trips_explore.json``. Rows named
-``PROTOTYPE`` go beyond the parameters, to measure what a library change would bring;
-they patch nothing on disk, only this process:
-
-* ``kernel input``: the standardised log(1 + km) also appended to the kernel inputs
-  ``X`` (a featurizer subclass swapped into ``vrvm.model``);
-* ``GP-ARD scales``: kernel inputs divided by the length scales an ARD GP finds on
-  1,500 training trips (a per-input metric);
-* ``spread by distance`` / ``t tails``: the predictive's member scales multiplied by a
-  factor per distance bin, and/or Student-t tails, both fitted on the in-sample
-  standardised log residuals (see ``_recalibrate``).
+``PROTOTYPE`` post-process the fitted model's public predictive, to measure what a
+library change would bring (nothing in the library is patched): ``spread by distance``
+/ ``t tails`` multiply the member scales by a factor per distance bin, and/or give them
+Student-t tails, both fitted on the in-sample standardised log residuals (see
+``_recalibrate``).
 
 Usage::
 
@@ -79,7 +74,6 @@ Prints one Markdown table per split and writes raw JSON to
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import itertools
 import json
@@ -97,11 +91,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vrvm.features import TripFeaturizer, haversine_km
-from vrvm.metrics import DEFAULT_LEVELS, evaluate_distribution, point_errors
-from vrvm.mixture import MixtureDistribution
-from vrvm.model import TravelTimeModel
+from vrvm import TravelTimeModel
+from vrvm.engine.metrics import DEFAULT_LEVELS, evaluate_distribution, point_errors
+from vrvm.engine.mixture import MixtureDistribution
 from vrvm.trips import CleaningConfig, read_trips
+from vrvm.trips.features import TripFeaturizer
+from vrvm.trips.geo import haversine_km
 
 logger = logging.getLogger("bench_trips")
 
@@ -265,7 +260,7 @@ def by_distance(km: np.ndarray, y: np.ndarray, lo90, hi90, crps=None) -> list[di
 
 
 def score_distribution(dist, y: np.ndarray, km: np.ndarray | None = None) -> dict[str, Any]:
-    """Flat record from :func:`vrvm.metrics.evaluate_distribution` (kept whole in ``full``)."""
+    """Flat record from :func:`vrvm.evaluate_distribution` (kept whole in ``full``)."""
     full = evaluate_distribution(dist, y, levels=LEVELS)
     if km is not None:
         lo, hi = dist.interval(0.9)
@@ -686,67 +681,6 @@ def _strip_full(record: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------- exploration
-class _PrototypeFeaturizer(TripFeaturizer):
-    """Prototype only: richer kernel inputs, the linear column left as the library makes it.
-
-    With ``kernel_log_distance`` the standardised log(1 + km) is appended to the kernel
-    inputs ``X``; with ``column_scale`` the standardised kernel inputs are divided by
-    those per-column relevance scales (an ARD metric). Class attributes, because
-    ``TravelTimeModel`` builds its featurizer itself.
-    """
-
-    kernel_log_distance: bool = False
-    column_scale: np.ndarray | None = None
-
-    def _raw_features(self, trips, coords):
-        raw, distance = super()._raw_features(trips, coords)
-        if self.kernel_log_distance:
-            km = haversine_km(
-                coords["origin_lat"], coords["origin_lon"], coords["dest_lat"], coords["dest_lon"]
-            )
-            raw = np.column_stack([raw, np.log1p(km)])
-        return raw, distance
-
-    def _standardise(self, raw, distance):
-        X, d = super()._standardise(raw, distance)
-        if self.column_scale is not None:
-            X /= self.column_scale
-        return X, d
-
-
-@contextlib.contextmanager
-def _featurizer_prototype(kernel_log_distance: bool = False, column_scale=None):
-    """Swap the featurizer TravelTimeModel builds (this process only; library untouched)."""
-    import vrvm.model as model_module
-
-    attrs = {"kernel_log_distance": kernel_log_distance, "column_scale": column_scale}
-    original = model_module.TripFeaturizer
-    model_module.TripFeaturizer = type("_Prototype", (_PrototypeFeaturizer,), attrs)
-    try:
-        yield
-    finally:
-        model_module.TripFeaturizer = original
-
-
-def gp_relevance_scales(split: Split, n: int = 1500) -> np.ndarray:
-    """Per-input length scales of an ARD GP on ``n`` train trips, over the prototype's
-    kernel inputs (X plus standardised log(1 + km)), normalised to geometric mean 1."""
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
-
-    feat = type("_P", (_PrototypeFeaturizer,), {"kernel_log_distance": True})()
-    X, _ = feat.fit_transform(split.train)
-    rows = np.random.default_rng(SEED).choice(len(X), size=n, replace=False)
-    kernel = ConstantKernel() * RBF(np.ones(X.shape[1]), (1e-2, 1e2)) + WhiteKernel(0.5)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        gp = GaussianProcessRegressor(kernel, normalize_y=True, random_state=SEED)
-        gp.fit(X[rows], np.log(split.y_train[rows]))
-    scales = gp.kernel_.k1.k2.length_scale
-    logger.info("GP relevance length scales %s", np.round(scales, 2).tolist())
-    return scales / np.exp(np.mean(np.log(np.minimum(scales, 10.0))))
-
-
 def _recalibrate(model, split: Split, dist, *, by_distance: bool, heavy_tails: bool):
     """Prototype only: a spread that depends on distance, and/or Student-t noise tails.
 
@@ -799,9 +733,8 @@ def _rescale_and_tails(model, split, dist):
 RESCALE_BINS_KM = (0.0, 0.01, 1.0, 2.0, 4.0, 8.0, 16.0, np.inf)
 
 # (name, TravelTimeModel parameters, prototypes). Prototypes, beyond the parameters:
-# "kernel_dist" (log distance also a kernel input), "ard" (GP-ARD input scales),
 # "rescale" (spread by distance), "tails" (Student-t tails); see the module docstring.
-_ALL_FOUR = ("kernel_dist", "ard", "rescale", "tails")
+_BOTH = ("rescale", "tails")
 _WIDTHS4 = [0.5, 1.0, 2.0, 4.0]
 EXPLORE_GRID: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("defaults", {}, ()),
@@ -844,45 +777,27 @@ EXPLORE_GRID: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("PROTOTYPE spread by distance", {}, ("rescale",)),
     ("PROTOTYPE t tails", {}, ("tails",)),
     ("PROTOTYPE spread by distance + t tails", {}, ("rescale", "tails")),
-    ("PROTOTYPE log-distance kernel input", {}, ("kernel_dist",)),
-    ("PROTOTYPE kernel input + GP-ARD input scales", {}, ("kernel_dist", "ard")),
-    (
-        "PROTOTYPE kernel input + GP-ARD scales + spread by distance",
-        {},
-        ("kernel_dist", "ard", "rescale"),
-    ),
-    ("PROTOTYPE all four", {}, _ALL_FOUR),
-    ("PROTOTYPE all four, random_state=1", {"random_state": 1}, _ALL_FOUR),
-    ("PROTOTYPE all four, random_state=2", {"random_state": 2}, _ALL_FOUR),
-    ("PROTOTYPE all four, n_widths=3", {"n_widths": 3}, _ALL_FOUR),
-    ("PROTOTYPE all four, n_members=16", {"n_members": 16}, _ALL_FOUR),
-    ("PROTOTYPE all four, kernel_widths=[0.5,1,2,4]", {"kernel_widths": _WIDTHS4}, _ALL_FOUR),
+    ("PROTOTYPE spread + t tails, random_state=1", {"random_state": 1}, _BOTH),
+    ("PROTOTYPE spread + t tails, random_state=2", {"random_state": 2}, _BOTH),
+    ("PROTOTYPE spread + t tails, n_widths=3", {"n_widths": 3}, _BOTH),
+    ("PROTOTYPE spread + t tails, n_members=16", {"n_members": 16}, _BOTH),
+    ("PROTOTYPE spread + t tails, kernel_widths=[0.5,1,2,4]", {"kernel_widths": _WIDTHS4}, _BOTH),
 ]
 
 
 def explore(split: Split, settings: Settings, only: set[str] | None) -> list[dict]:
     warm_up(split)
     rows = []
-    scales = None
     for name, params, prototypes in EXPLORE_GRID:
         if only and name not in only:
             continue
-        if "ard" in prototypes and scales is None:
-            scales = gp_relevance_scales(split)
-        ctx = contextlib.nullcontext()
-        if "kernel_dist" in prototypes or "ard" in prototypes:
-            ctx = _featurizer_prototype(
-                kernel_log_distance="kernel_dist" in prototypes,
-                column_scale=scales if "ard" in prototypes else None,
-            )
         post = {
             (False, False): None,
             (True, False): _rescale_by_distance,
             (False, True): _student_tails,
             (True, True): _rescale_and_tails,
         }["rescale" in prototypes, "tails" in prototypes]
-        with ctx:
-            record = run_vrvm(split, settings, post=post, **params)
+        record = run_vrvm(split, settings, post=post, **params)
         record["by_distance"] = record["full"]["by_distance"]
         record = _strip_full(record)
         record["name"] = name

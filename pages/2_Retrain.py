@@ -2,7 +2,15 @@
 
 import streamlit as st
 
-from app_ui import candidates_view, context, messages, sidebar, store_view, upload_view, versions_view
+from app_ui import (
+    candidates_view,
+    context,
+    messages,
+    sidebar,
+    store_view,
+    upload_view,
+    versions_view,
+)
 
 KEY = "retrain"
 

@@ -128,9 +128,7 @@ def two_zones(home: Path, width: float, height: float) -> list[tuple[str, float,
     model = TravelTimeModel.load(path)
     area = build_service_area(model, trips=models.load_training_trips(home, model))
     grid = area.grid
-    x, y = lnglat_to_pixel(
-        area.view, grid["lat"], grid["lon"], width_px=width, height_px=height
-    )
+    x, y = lnglat_to_pixel(area.view, grid["lat"], grid["lon"], width_px=width, height_px=height)
     inside = (x > 50) & (x < width - 60) & (y > 50) & (y < height - 50)
     first = int(np.flatnonzero(inside)[np.argmax(grid["n_points"].to_numpy()[inside])])
     far = inside & (np.hypot(x - x[first], y - y[first]) > 0.3 * min(width, height))

@@ -1,4 +1,4 @@
-"""Command-line interface: ``vrvm demo | train | predict | evaluate | demo-data``.
+"""Command-line interface: ``vrvm demo | demo-data | train | predict | evaluate | update``.
 
 Conventions (Unix):
 

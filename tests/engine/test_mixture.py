@@ -1,4 +1,4 @@
-"""Tests for vrvm.engine.mixture.MixtureDistribution (exact mixtures of the members' predictives)."""
+"""Tests for vrvm.engine.mixture.MixtureDistribution: exact mixtures of predictives."""
 
 from __future__ import annotations
 

@@ -75,9 +75,7 @@ def test_chicago_trips_and_community_areas(shared_data):
     """Real data: the Chicago sample's zones are named after its community areas."""
 
     trips, _ = read_trips(shared_data("chicago_taxi_trips.csv"))
-    boundaries = parse_geojson(
-        shared_data("chicago_community_areas.geojson").read_bytes()
-    )
+    boundaries = parse_geojson(shared_data("chicago_community_areas.geojson").read_bytes())
     model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=80, random_state=0)
     model.fit(trips)
     assert model.tz_ == "America/Chicago" and not is_synthetic(model)

@@ -66,9 +66,7 @@ def test_coverage_colours_and_legends(tiny_model, tiny_area, pair):
 def test_coverage_exports(tiny_model, tiny_area, pair):
     origin = pair[0]
     grid = coverage_grid(tiny_model, tiny_area, origin, DEPARTURE, threshold_min=8)
-    table = pd.read_csv(
-        io.BytesIO(coverage_csv(grid, origin, DEPARTURE, 8, synthetic=True))
-    )
+    table = pd.read_csv(io.BytesIO(coverage_csv(grid, origin, DEPARTURE, 8, synthetic=True)))
     assert len(table) == len(grid)
     assert {"zone", "label", "median_min", "p_within_8min", "departure", "data"} <= set(table)
     np.testing.assert_allclose(table["p_within_8min"], grid["prob_within"], rtol=1e-5)

@@ -86,9 +86,7 @@ def test_time_of_day_profile_across_daylight_saving_changes(tiny_model, pair, da
 def test_observed_trips_of_a_zone_pair(tiny_home, tiny_model, tiny_area, pair):
     trips = load_training_trips(tiny_home, tiny_model)
     origin, dest = pair
-    observed, rings = observed_pair_trips(
-        trips, origin, dest, tiny_area.resolution, min_trips=1
-    )
+    observed, rings = observed_pair_trips(trips, origin, dest, tiny_area.resolution, min_trips=1)
     o = latlng_to_zone(trips["origin_lat"], trips["origin_lon"], tiny_area.resolution)
     d = latlng_to_zone(trips["dest_lat"], trips["dest_lon"], tiny_area.resolution)
     expected = trips[(o == origin.zone) & (d == dest.zone)]

@@ -88,14 +88,9 @@ def test_selection_by_index_only_and_coverage_mode(tiny_area):
     payload = _payload(tiny_area, 7, with_object=False)
     assert zone_from_selection(payload, tiny_area) == tiny_area.grid["zone"][7]
     assert zone_from_selection(payload["selection"], tiny_area) is not None
-    assert (
-        zone_from_selection({"selection": {"indices": {"zones": [10**6]}}}, tiny_area)
-        is None
-    )
+    assert zone_from_selection({"selection": {"indices": {"zones": [10**6]}}}, tiny_area) is None
     assert zone_from_selection(None, tiny_area) is None
-    start = ODState(
-        origin=place_from_zone(tiny_area, tiny_area.grid["zone"][1])
-    )
+    start = ODState(origin=place_from_zone(tiny_area, tiny_area.grid["zone"][1]))
     state = apply_map_selection(start, payload, tiny_area, mode="origin")
     assert state.origin.zone == tiny_area.grid["zone"][7] and state.dest is None
 

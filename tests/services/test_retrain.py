@@ -33,9 +33,7 @@ def test_parse_widths():
             parse_widths(bad)
 
 
-SMALL = TrainingSettings(
-    n_members=2, kernel_widths=(1.5, 3.0), max_basis=80, holdout_fraction=0.25
-)
+SMALL = TrainingSettings(n_members=2, kernel_widths=(1.5, 3.0), max_basis=80, holdout_fraction=0.25)
 
 
 def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_model):
@@ -131,7 +129,12 @@ def test_retrain_charts_data(tiny_model):
 def test_update_learns_only_the_new_trips_of_the_training_part(tiny_model):
     trips = synthetic_city(400, seed=5)
     result = run_retrain(
-        trips, SMALL, options=["update"], active=tiny_model, active_version=1, new_trips=trips.head(100)
+        trips,
+        SMALL,
+        options=["update"],
+        active=tiny_model,
+        active_version=1,
+        new_trips=trips.head(100),
     )
     name = "Update with new trips (fast)"
     candidate = result.candidates[name]
@@ -140,3 +143,48 @@ def test_update_learns_only_the_new_trips_of_the_training_part(tiny_model):
     held_out = int(result.holdout["start_time"].isin(trips.head(100)["start_time"]).sum())
     assert candidate.n_updates_ == 100 - held_out == result.trips_used[name]
     assert 0 < candidate.n_updates_ < 100
+
+
+def test_the_cli_and_the_retrain_page_hold_out_the_same_trips(tmp_path):
+    """``vrvm train --holdout 0.2 --seed 0`` and the Retrain page (fraction 0.2, seed 0)
+    score a model on the same trips, even when the store lists them in another order."""
+    import io
+
+    from vrvm.cli import main
+    from vrvm.services.store_admin import add_upload
+    from vrvm.services.uploads import read_upload
+    from vrvm.trips.table import trip_ids
+
+    trips = synthetic_city(500, seed=11)
+    trips.to_csv(tmp_path / "trips.csv", index=False)
+    argv = ["train", str(tmp_path / "trips.csv"), "--out", str(tmp_path / "cli")]
+    argv += ["--holdout", "0.2", "--seed", "0", "--members", "2", "--widths", "1.5,3"]
+    argv += ["--max-basis", "80", "--n-jobs", "1", "-q"]
+    assert main(argv, stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    cli_model = TravelTimeModel.load(tmp_path / "cli")
+
+    # the page: the same trips uploaded in another order, then a retrain with the same split
+    home = tmp_path / "home"
+    shuffled = trips.sample(frac=1.0, random_state=4)
+    outcome = read_upload("shuffled.csv", shuffled.to_csv(index=False).encode())
+    add_upload(home, outcome)
+    settings = TrainingSettings(
+        n_members=2, kernel_widths=(1.5, 3.0), max_basis=80, holdout_fraction=0.2
+    )
+    result = train_candidates(home, settings, ["full"], active=cli_model, active_version=None)
+
+    cli_metrics = cli_model.metrics_
+    page_metrics = result.metrics[result.active_name]
+    assert len(result.holdout) == cli_metrics["holdout"]["n_test"] == page_metrics["n"] == 100
+    assert page_metrics["crps_s"] == pytest.approx(cli_metrics["crps_s"], rel=1e-12)
+    assert page_metrics["nll"] == pytest.approx(cli_metrics["nll"], rel=1e-12)
+    # the check can fail: another seed holds out other trips, and the scores differ
+    other = train_candidates(
+        home,
+        TrainingSettings(**{**settings.__dict__, "random_state": 1}),
+        ["full"],
+        active=cli_model,
+        active_version=None,
+    )
+    assert set(trip_ids(other.holdout)) != set(trip_ids(result.holdout))
+    assert other.metrics[other.active_name]["crps_s"] != pytest.approx(cli_metrics["crps_s"])

@@ -216,5 +216,3 @@ def test_store_versions_are_loadable_model_directories(tmp_path):
     manifest = read_model_manifest(store.path(version), format_name=FORMAT, max_format_version=1)
     assert manifest.metadata == {"tag": "z"}
     assert repr(store) == f"ModelStore({str(tmp_path)!r})"
-
-

@@ -7,6 +7,7 @@ import io
 import json
 import pickle
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +20,13 @@ from vrvm.trips import (
     SCHEMAS,
     CleaningConfig,
     CleaningReport,
+    TripFileError,
+    UnknownLayoutError,
     clean_trips,
     detect_schema,
     read_trips,
 )
+from vrvm.trips.reader import expanded_size, read_rows
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -423,6 +427,46 @@ def test_unknown_schema_message_explains_what_to_do(tmp_path):
     assert "Trip Start Timestamp" in message and "tpep_pickup_datetime" in message
     assert "Trip_Pickup_DateTime" in message and "trip_duration" in message
     assert "column_map={'start_time':" in message
+
+
+def test_errors_are_typed_so_callers_never_match_message_text(tmp_path):
+    text = "fecha,duracion,lat1,lon1,lat2,lon2\n2016-01-01,600,1,2,3,4\n"
+    with pytest.raises(UnknownLayoutError) as info:
+        read_trips(write(tmp_path, "viajes.csv", text))
+    assert info.value.columns == ["fecha", "duracion", "lat1", "lon1", "lat2", "lon2"]
+    assert isinstance(info.value, ValueError)  # callers catching ValueError still work
+    with pytest.raises(TripFileError, match=r"empty\.csv is empty") as empty:
+        read_trips(write(tmp_path, "empty.csv", ""))
+    assert not isinstance(empty.value, UnknownLayoutError)
+    damaged = gzip.compress(CHICAGO_CSV.encode())[:40]
+    with pytest.raises(TripFileError, match=r"cut\.csv\.gz"):
+        read_trips(damaged, source="cut.csv.gz")
+
+
+def test_expanded_size_stops_at_the_cap_and_names_damaged_files():
+    bomb = gzip.compress(b"0" * 50_000_000)  # 50 MB of zeros in about 50 kB
+    assert len(bomb) < 100_000
+    assert 1_000 < expanded_size(bomb, cap=1_000) <= 1_000 + 2**20  # one chunk past the cap
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("trips.csv", CHICAGO_CSV)
+    assert expanded_size(zipped.getvalue(), cap=10**6) == len(CHICAGO_CSV.encode())
+    assert expanded_size(CHICAGO_CSV.encode(), cap=1) == len(CHICAGO_CSV.encode())
+    with pytest.raises(TripFileError, match=r"up\.gz: the compressed data is damaged"):
+        expanded_size(bomb[:1000], cap=10**9, name="up.gz")
+
+
+def test_read_rows_returns_the_raw_text_of_csv_and_parquet_rows(tmp_path):
+    csv_path = write(tmp_path, "t.csv", CHICAGO_CSV)
+    raw = read_rows(csv_path, [3, 2, 99, 1])
+    assert raw["row"].tolist() == [2, 3]  # header (1) and rows past the end are skipped
+    assert raw.columns[0] == "row"
+    assert all(isinstance(v, str) for v in raw.drop(columns="row").to_numpy().ravel())
+    trips, _ = read_trips(csv_path)
+    trips.to_parquet(tmp_path / "t.parquet")
+    from_parquet = read_rows(tmp_path / "t.parquet", [2])
+    assert from_parquet["row"].tolist() == [2] and "travel_time_s" in from_parquet.columns
+    assert read_rows(csv_path, []).columns.tolist() == ["row"]
 
 
 def test_unknown_schema_message_names_the_closest_schema(tmp_path):

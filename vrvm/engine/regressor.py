@@ -13,7 +13,17 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
-from vrvm.engine._validation import FORGETTING, SEED, check_params, integer, one_of, real
+from vrvm.engine._validation import (
+    FORGETTING,
+    SEED,
+    as_float_array,
+    as_targets,
+    check_finite,
+    check_params,
+    integer,
+    one_of,
+    real,
+)
 from vrvm.engine.distributions import Normal, StudentT
 from vrvm.engine.kernels import (
     BasisSpec,
@@ -399,30 +409,17 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
 
     @staticmethod
     def _as_matrix(value, name: str, n_rows: int | None = None) -> np.ndarray:
-        try:
-            arr = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be numeric; could not convert it: {exc}") from None
-        if arr.ndim == 1 and name != "y":
-            arr = arr[:, None] if name == "linear" else arr
-        if name == "y":
-            if arr.ndim != 1:
-                arr = arr.ravel() if arr.ndim == 2 and 1 in arr.shape else arr
-            if arr.ndim != 1:
-                raise ValueError(f"y must be one-dimensional, got shape {arr.shape}")
-        elif arr.ndim != 2:
+        """``X`` or ``linear`` as 2-D float64 (a 1-D ``linear`` is one column)."""
+        arr = as_float_array(value, name)
+        if arr.ndim == 1 and name == "linear":
+            arr = arr[:, None]
+        if arr.ndim != 2:
             raise ValueError(
                 f"{name} must be a 2-D array (n_samples, n_features), got shape {arr.shape}"
             )
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            row = int(np.argwhere(bad)[0][0])
-            raise ValueError(f"{name} contains NaN or infinity (first at row {row})")
         if n_rows is not None and arr.shape[0] != n_rows:
-            raise ValueError(
-                f"{name} has {arr.shape[0]} rows but X has {n_rows}; lengths must match"
-            )
-        return arr
+            raise ValueError(f"{name} has {arr.shape[0]} rows but X has {n_rows}")
+        return check_finite(arr, name)
 
     def _check_predict_input(self, X, linear):
         check_is_fitted(self, "coef_")
@@ -554,7 +551,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         """
         self._validate_params()
         X = self._as_matrix(X, "X")
-        y = self._as_matrix(y, "y", X.shape[0])
+        y = as_targets(y, X.shape[0])
         if X.shape[0] < 3:
             raise ValueError(f"VRVMRegressor needs at least 3 rows, got {X.shape[0]}")
         if np.ptp(y) == 0:
@@ -751,7 +748,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         20
         """
         X, linear = self._check_predict_input(X, linear)
-        y = self._as_matrix(y, "y", X.shape[0])
+        y = as_targets(y, X.shape[0])
         check_params(self, {"forgetting": FORGETTING}, values={"forgetting": forgetting})
         return self._update(X, y, linear, forgetting)
 

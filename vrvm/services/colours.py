@@ -89,6 +89,12 @@ def nice_edges(values: np.ndarray, n_bins: int = 6) -> np.ndarray:
     return np.arange(start, stop + 0.5 * step, step)
 
 
+def _stretched(palette: Sequence[tuple[int, int, int]], n_bins: int) -> np.ndarray:
+    """The palette's colours for ``n_bins`` bins, stretched when the numbers differ."""
+    pick = np.round(np.linspace(0, len(palette) - 1, n_bins)).astype(int)
+    return np.asarray(palette, dtype=np.int64)[pick]
+
+
 def binned_colors(
     values: np.ndarray,
     edges: Sequence[float],
@@ -104,8 +110,7 @@ def binned_colors(
     edges = np.asarray(edges, dtype=float)
     n_bins = len(edges) - 1
     bins = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, n_bins - 1)
-    pick = np.round(np.linspace(0, len(palette) - 1, n_bins)).astype(int)
-    colours = np.asarray(palette, dtype=np.int64)[pick][bins]
+    colours = _stretched(palette, n_bins)[bins]
     rgba = np.column_stack([colours, np.full(values.size, alpha)])
     rgba[~np.isfinite(values)] = (160, 160, 160, 90)
     return rgba
@@ -115,10 +120,8 @@ def legend_entries(
     edges: Sequence[float], palette: Sequence[tuple[int, int, int]], fmt: Callable[[float], str]
 ) -> list[tuple[str, str]]:
     """``(label, "#rrggbb")`` per bin, for a legend beside the map."""
-    n_bins = len(edges) - 1
-    pick = np.round(np.linspace(0, len(palette) - 1, n_bins)).astype(int)
-    out = []
-    for i in range(n_bins):
-        r, g, b = palette[pick[i]]
-        out.append((f"{fmt(edges[i])} - {fmt(edges[i + 1])}", hex_colour((r, g, b))))
-    return out
+    colours = _stretched(palette, len(edges) - 1)
+    return [
+        (f"{fmt(lo)} - {fmt(hi)}", hex_colour(rgb))
+        for lo, hi, rgb in zip(edges[:-1], edges[1:], colours, strict=True)
+    ]

@@ -96,6 +96,7 @@ def fit_members(tasks, progress, started: float, client, n_jobs) -> list[VRVMReg
         _run_loky(tasks, on_done, n_jobs)
     return members  # type: ignore[return-value]
 
+
 def _run_loky(tasks, on_done, n_jobs) -> None:
     from joblib import Parallel, delayed
 
@@ -103,6 +104,7 @@ def _run_loky(tasks, on_done, n_jobs) -> None:
     parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered")
     for index, member in parallel(delayed(_fit_member)(*task) for task in tasks):
         on_done(index, member)
+
 
 @contextlib.contextmanager
 def dask_client(backend: str, client):
@@ -134,9 +136,7 @@ def dask_client(backend: str, client):
         try:
             client = Client(client, set_as_default=False)
         except OSError as exc:
-            raise OSError(
-                f"cannot connect to the Dask scheduler at {client}: {exc}"
-            ) from None
+            raise OSError(f"cannot connect to the Dask scheduler at {client}: {exc}") from None
         with client:
             yield client
     else:

@@ -61,8 +61,9 @@ import pandas as pd
 
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.layouts import quote_columns
-from vrvm.trips.parsing import Parsed, check_zone, parse_columns, zone_name
+from vrvm.trips.parsing import Parsed, parse_columns
 from vrvm.trips.table import CANONICAL_COLUMNS
+from vrvm.trips.timezones import check_zone, zone_name
 
 __all__ = [
     "CLEANING_REASONS",

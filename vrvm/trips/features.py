@@ -28,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from vrvm.trips.geo import LocalProjection, haversine_km
 from vrvm.trips.table import QUERY_COLUMNS
+from vrvm.trips.timezones import tz_name
 
 __all__ = ["TripFeaturizer", "raw_distance_km"]
 
@@ -121,31 +122,6 @@ def raw_distance_km(trips: pd.DataFrame) -> np.ndarray:
     """
     c = _coordinates(trips)
     return haversine_km(c["origin_lat"], c["origin_lon"], c["dest_lat"], c["dest_lon"])
-
-
-def _tz_name(tz: Any) -> str:
-    """A string naming ``tz`` that pandas accepts back (IANA key, ``UTC`` or ``UTC+hh:mm``)."""
-    if isinstance(tz, str):
-        candidates = [tz]
-    else:
-        candidates = [getattr(tz, "key", None), getattr(tz, "zone", None)]
-        if isinstance(tz, _dt.timezone):
-            candidates.append(str(tz))  # "UTC" or "UTC-05:00"
-        elif type(tz).__module__.startswith("dateutil"):
-            filename = getattr(tz, "_filename", "") or ""
-            if "zoneinfo/" in filename:
-                candidates.append(filename.split("zoneinfo/", 1)[1])
-    for name in candidates:
-        if not name:
-            continue
-        try:
-            pd.Timestamp("2000-01-01").tz_localize(name)
-        except Exception:  # any failure means "not a usable name"
-            continue
-        return str(name)
-    raise ValueError(
-        f"cannot use time zone {tz!r}; pass tz as an IANA name such as 'America/Chicago'"
-    )
 
 
 def _start_times(trips: pd.DataFrame) -> pd.Series:
@@ -285,7 +261,7 @@ class TripFeaturizer(BaseEstimator):
         if self.distance not in ("km", "log1p"):
             raise ValueError(f"distance must be 'km' or 'log1p', got {self.distance!r}")
         if self.tz is not None:
-            _tz_name(self.tz)  # raises with a clear message if unusable
+            tz_name(self.tz)  # raises with a clear message if unusable
 
     def fit(self, trips: pd.DataFrame, y=None) -> TripFeaturizer:
         """Learn the projection centre, time zone and standardisation statistics.
@@ -314,7 +290,7 @@ class TripFeaturizer(BaseEstimator):
         needs_time = self.time_of_day or self.day_of_week
         tz = None
         if self.tz is not None:
-            tz = _tz_name(self.tz)
+            tz = tz_name(self.tz)
         if needs_time:
             times = _start_times(trips)
             if tz is None:
@@ -324,7 +300,7 @@ class TripFeaturizer(BaseEstimator):
                         "TripFeaturizer(tz='America/Chicago') (naive times are then read as "
                         "local wall-clock times) or localise start_time"
                     )
-                tz = _tz_name(times.dt.tz)
+                tz = tz_name(times.dt.tz)
         self.tz_ = tz
 
         lats = np.concatenate([coords["origin_lat"], coords["dest_lat"]])
@@ -442,7 +418,7 @@ class TripFeaturizer(BaseEstimator):
             "params": {
                 "time_of_day": bool(self.time_of_day),
                 "day_of_week": bool(self.day_of_week),
-                "tz": None if self.tz is None else _tz_name(self.tz),
+                "tz": None if self.tz is None else tz_name(self.tz),
                 "distance": self.distance,
                 "distance_in_kernel": bool(self.distance_in_kernel),
             },

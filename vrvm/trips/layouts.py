@@ -448,7 +448,6 @@ def _layout(schema: _Schema, mapping: dict[str, str]) -> Layout:
     return Layout(schema.name, mapping, schema.tz, schema.unix_is_local)
 
 
-
 _GUESS_PATTERNS = {
     "start_time": r"(start|pickup|depart).*(time|date|ts)|^start$",
     "end_time": r"(end|drop|arriv).*(time|date|ts)",

@@ -349,7 +349,9 @@ class TravelTimeModel(BaseEstimator):
         self._validate_params()
         provenance = trip_provenance(trips)
         trips = check_trips(trips, with_target=True)
-        with _ensemble.dask_client(self.backend, self.client) as client:  # connect before the work, to fail early
+        with _ensemble.dask_client(
+            self.backend, self.client
+        ) as client:  # connect before the work, to fail early
             return self._fit(trips, progress, zones, client, started, provenance)
 
     def _fit(
@@ -427,7 +429,10 @@ class TravelTimeModel(BaseEstimator):
         return self
 
     def _fit_noise_scale(self, X, y, d, shard_of_row, seed) -> None:
-        """Fit the distance scale on out-of-shard predictions (see :mod:`vrvm.engine.calibration`)."""
+        """Fit the distance scale on out-of-shard predictions.
+
+        See :mod:`vrvm.engine.calibration`.
+        """
         self.noise_scale_coef_ = np.zeros(3)
         self.noise_scale_range_ = (float(d.min()), float(d.max()))
         self.noise_scale_score_ = {}

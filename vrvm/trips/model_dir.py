@@ -185,7 +185,9 @@ def _write_npz(file_path: Path, arrays: Mapping[str, np.ndarray]) -> None:
     ``np.savez(file, **arrays)``, whose keyword arguments would clash with arrays named
     ``file`` or ``allow_pickle``.
     """
-    with zipfile.ZipFile(file_path, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+    with zipfile.ZipFile(
+        file_path, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True
+    ) as zf:
         for name, array in arrays.items():
             # A fixed timestamp so that saving the same arrays twice gives identical bytes.
             member = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
@@ -265,7 +267,8 @@ def _move_into_place(tmp: Path, path: Path) -> None:
         except OSError as rollback_exc:
             exc.add_note(
                 f"restoring the previous model also failed ({rollback_exc}); it is intact "
-                f"at {aside}: run vrvm.trips.model_dir.recover_model_dir({str(path)!r}) to restore it"
+                f"at {aside}: run vrvm.trips.model_dir.recover_model_dir({str(path)!r}) "
+                "to restore it"
             )
         raise
     fsync_dir(path.parent)

@@ -97,9 +97,7 @@ def load_model(cls, path: str | os.PathLike[str]):
 
     See :meth:`TravelTimeModel.load <vrvm.trips.model.TravelTimeModel.load>`.
     """
-    meta, arrays = load_model_dir(
-        path, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION
-    )
+    meta, arrays = load_model_dir(path, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION)
     try:
         model = cls(**meta["params"])
         n_members = int(meta["n_members"])

@@ -7,9 +7,10 @@ Time zones
 ----------
 Times without an offset ("naive" text or datetimes) are read as wall-clock times in
 ``tz`` if given, else in the schema's city zone, else in UTC. Numbers are unix
-seconds, which are UTC by definition (except for the ``chicago`` layout, see :mod:`vrvm.trips.layouts`),
-and text with an offset (``...+01:00``, ``Z``) is exact. Either way ``start_time`` is
-then converted to that same zone, stored in ``attrs["tz"]``. A canonical Parquet file
+seconds, which are UTC by definition (except for the ``chicago`` layout, see
+:mod:`vrvm.trips.layouts`), and text with an offset (``...+01:00``, ``Z``) is exact.
+Either way ``start_time`` is then converted to that same zone, stored in
+``attrs["tz"]``. A canonical Parquet file
 whose ``start_time`` is already timezone-aware keeps its own zone unless ``tz`` is
 given. Wall-clock times in the hour repeated when daylight saving ends are read as the
 first (daylight-time) occurrence, and times inside the spring-forward gap are moved
@@ -19,7 +20,6 @@ forward to the first valid instant: local exports carry no information to do bet
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -28,7 +28,7 @@ import pandas as pd
 
 from vrvm.trips.layouts import COORDINATE_ROLES
 
-__all__ = ["Parsed", "check_zone", "parse_columns", "zone_name"]
+__all__ = ["Parsed", "parse_columns"]
 
 _NAIVE_FORMATS = (
     "ISO8601",
@@ -42,30 +42,6 @@ _OFFSET = re.compile(r":\d\d(?:\.\d*)?\s*(?:Z|UTC|GMT|[+-]\d\d(?::?\d\d)?)$", re
 _NAT = np.datetime64("NaT", "ns")
 # |unix seconds| beyond this (year 2286) is not a time but a bad value or milliseconds.
 _MAX_UNIX_S = 1e10
-
-
-def check_zone(tz: str | None) -> str | None:
-    if tz is None:
-        return None
-    try:
-        zoneinfo.ZoneInfo(str(tz))
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValueError(
-            f"unknown time zone {tz!r}; use an IANA name such as 'America/Chicago' or 'UTC'"
-        ) from None
-    return str(tz)
-
-
-def zone_name(dtype) -> str | None:
-    """IANA name of a timezone-aware dtype, if it has one."""
-    if not isinstance(dtype, pd.DatetimeTZDtype):
-        return None
-    tz = dtype.tz
-    name = getattr(tz, "key", None) or getattr(tz, "zone", None) or str(tz)
-    try:
-        return check_zone(name)
-    except ValueError:
-        return None
 
 
 def _is_number_dtype(dtype) -> bool:

@@ -43,7 +43,8 @@ import pandas as pd
 
 from vrvm.trips.cleaning import CleaningConfig, CleaningReport, as_config, check_flag, clean_parsed
 from vrvm.trips.layouts import Layout, resolve_layout
-from vrvm.trips.parsing import check_zone, parse_columns, zone_name
+from vrvm.trips.parsing import parse_columns
+from vrvm.trips.timezones import check_zone, zone_name
 
 __all__ = ["TripFileError", "expanded_size", "read_rows", "read_trips"]
 
@@ -423,7 +424,9 @@ def expanded_size(data: bytes, cap: int, *, name: str = "<bytes>") -> int:
 
 
 def _sniff_compression(head: bytes) -> str | None:
-    return next((kind for magic, kind in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+    return next(
+        (kind for magic, kind in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None
+    )
 
 
 def read_rows(

@@ -36,8 +36,8 @@ __all__ = [
     "check_trips",
     "summarise_trips",
     "travel_times",
-    "trip_provenance",
     "trip_ids",
+    "trip_provenance",
     "trips_sha256",
 ]
 

@@ -66,6 +66,7 @@ import pyarrow.parquet as pq
 
 from vrvm.trips.durable import TMP_PREFIX, atomic_write, exclusive_lock, fsync_dir
 from vrvm.trips.table import CANONICAL_COLUMNS, canonical_utc, trip_ids
+from vrvm.trips.timezones import tz_name
 
 __all__ = ["AddResult", "StoreSummary", "TripStore"]
 
@@ -305,7 +306,7 @@ class TripStore:
         if synthetic is None:
             synthetic = bool(trips.attrs.get("synthetic", False))
         tz = trips["start_time"].dt.tz
-        tz_name = str(getattr(tz, "key", None) or getattr(tz, "zone", None) or tz)
+        zone = tz_name(tz)
         with self._locked():
             fresh = ~pd.Series(ids).duplicated().to_numpy()
             fresh &= ~np.isin(ids, self._ids())
@@ -317,7 +318,7 @@ class TripStore:
             meta = {
                 "source": source,
                 "added_utc": datetime.now(UTC).isoformat(timespec="microseconds"),
-                "tz": tz_name,
+                "tz": zone,
                 "synthetic": bool(synthetic),
             }
             part = self._write_part(batch, meta)

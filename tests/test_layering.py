@@ -1,0 +1,156 @@
+"""The architecture holds: layers import downwards only, modules stay small and named.
+
+The layers (``docs/architecture.md``): ``vrvm.engine`` <- ``vrvm.trips`` <-
+``vrvm.services`` <- ``vrvm.cli`` / ``app_ui`` / ``pages``. The test reads every module's
+import statements (including those inside functions) with :mod:`ast`, so it checks the
+source as written, not only what one run happens to import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 800
+UI_LIBRARIES = ("streamlit", "pydeck", "plotly")
+
+
+def _modules(*folders: str) -> list[Path]:
+    files: list[Path] = []
+    for folder in folders:
+        where = ROOT / folder
+        files.extend(sorted(where.rglob("*.py")) if where.is_dir() else [where])
+    return files
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module name ``path`` imports, absolute (relative imports resolved)."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            names.add(base)
+            # ``from vrvm.trips import model`` imports the module vrvm.trips.model
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _offending(paths: list[Path], forbidden) -> list[str]:
+    return [
+        f"{_rel(path)} imports {name}"
+        for path in paths
+        for name in sorted(_imports(path))
+        if forbidden(name)
+    ]
+
+
+def _under(name: str, *packages: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def test_the_engine_imports_no_higher_layer():
+    # `from vrvm import ...` would run vrvm/__init__.py, which imports the trips layer
+    bad = _offending(
+        _modules("vrvm/engine"),
+        lambda n: (
+            _under(n, "vrvm.trips", "vrvm.services", "vrvm.cli")
+            or n in ("vrvm", "vrvm.__init__")
+            or (n.startswith("vrvm.") and n.split(".")[1] not in ("engine", "_version"))
+        ),
+    )
+    assert not bad, "\n".join(bad)
+
+
+def test_trips_import_only_the_engine():
+    bad = _offending(
+        _modules("vrvm/trips"),
+        lambda n: _under(n, "vrvm.services", "vrvm.cli") or n == "vrvm",
+    )
+    assert not bad, "\n".join(bad)
+
+
+def test_services_do_not_import_the_cli():
+    bad = _offending(_modules("vrvm/services"), lambda n: _under(n, "vrvm.cli"))
+    assert not bad, "\n".join(bad)
+
+
+def test_the_version_lives_in_one_module_that_imports_nothing_from_vrvm():
+    assert not [n for n in _imports(ROOT / "vrvm/_version.py") if _under(n, "vrvm")]
+    defined = [
+        _rel(path)
+        for path in _modules("vrvm")
+        if any(
+            isinstance(node, ast.Assign)
+            and any(getattr(t, "id", None) == "__version__" for t in node.targets)
+            for node in ast.parse(path.read_text(encoding="utf-8")).body
+        )
+    ]
+    assert defined == ["vrvm/_version.py"]
+
+
+def test_nothing_in_the_package_imports_a_user_interface_or_test_tooling():
+    bad = _offending(
+        _modules("vrvm"),
+        lambda n: _under(n, *UI_LIBRARIES, "app_ui", "pages", "tools", "tests", "playwright"),
+    )
+    assert not bad, "\n".join(bad)
+
+
+def test_pages_and_views_use_services_and_public_names_only():
+    def forbidden(name: str) -> bool:
+        if not _under(name, "vrvm"):
+            return _under(name, "tools", "tests", "playwright")
+        return not (name == "vrvm" or _under(name, "vrvm.services")) and not (
+            # `from vrvm import X` is recorded as vrvm.X: public names of vrvm are fine
+            name.count(".") == 1 and name.split(".")[1] in _public_names()
+        )
+
+    bad = _offending(_modules("app_ui", "pages", "app.py"), forbidden)
+    assert not bad, "\n".join(bad)
+
+
+def _public_names() -> set[str]:
+    import vrvm
+
+    return set(vrvm.__all__)
+
+
+def test_views_do_not_write_to_the_stores():
+    """Views hold widgets and session state; the services change stores."""
+    writers = ("add", "clear", "publish", "activate", "save")
+    bad = []
+    for path in _modules("app_ui", "pages", "app.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in writers
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in ("store", "trip_store", "model_store", "model")
+            ):
+                bad.append(
+                    f"{_rel(path)}:{node.lineno} calls {node.func.value.id}.{node.func.attr}"
+                )
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", _modules("vrvm", "app_ui", "pages", "app.py", "tools"), ids=_rel)
+def test_each_module_is_small_and_names_its_concern(path):
+    source = path.read_text(encoding="utf-8")
+    n_lines = source.count("\n")
+    assert n_lines <= MAX_LINES, f"{_rel(path)} has {n_lines} lines (at most {MAX_LINES})"
+    docstring = ast.get_docstring(ast.parse(source))
+    assert docstring and len(docstring.split("\n", 1)[0]) > 10, f"{_rel(path)}: no docstring"
