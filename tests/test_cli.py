@@ -451,3 +451,20 @@ def test_update_a_model_directory_and_a_store(workdir, tmp_path):
         "update", str(root / "model"), str(tmp_path / "new.csv"), "--forgetting", "1.5"
     )
     assert status == 2 and "(0, 1]" in err
+
+
+def test_train_on_the_real_sf_bike_share_file_without_help(shared_data, tmp_path):
+    path = shared_data("sf_bikeshare_2019-02_partial.csv")
+    status, _, err = run(
+        "train", str(path), "--out", str(tmp_path / "sf"), *TRAIN_FAST, "--holdout", "0.2"
+    )
+    assert status == 0, err
+    assert "local times read in America/Los_Angeles" in err  # the report says why
+    model = TravelTimeModel.load(tmp_path / "sf")
+    assert model.tz_ == "America/Los_Angeles"
+    metrics = model.metrics_
+    assert metrics["n"] == 2_921
+    # bike trips of a few minutes: sane scores, calibrated intervals
+    assert 60 < metrics["crps_s"] < 300
+    coverage = {i["level"]: i["coverage"] for i in metrics["intervals"]}
+    assert 0.85 < coverage[0.9] < 0.97

@@ -106,3 +106,11 @@ def test_upload_size_limits(monkeypatch):
         check_upload("bomb.csv.gz", bomb)
     outcome = read_upload("bomb.csv.gz", bomb)
     assert "expands" in outcome.error
+
+
+def test_a_real_bike_share_upload_needs_no_column_map(shared_data):
+    path = shared_data("sf_bikeshare_2019-02_partial.csv")
+    outcome = read_upload(path.name, path.read_bytes())
+    assert outcome.ok and not outcome.needs_mapping
+    assert outcome.trips.attrs["tz"] == "America/Los_Angeles"
+    assert outcome.report.tz_inferred and len(outcome.trips) > 14_500

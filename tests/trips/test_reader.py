@@ -975,3 +975,66 @@ def test_clean_trips_without_travel_times_and_with_row_numbers():
     assert report.examples["duplicate"] == [30]
     plain, _ = clean_trips(df, require_travel_time=False)
     assert "row" not in plain.columns
+
+
+# --------------------------------------------------------------------------- bike share
+BIKESHARE_LAYOUTS = [
+    pytest.param(
+        '"duration_sec","start_time","end_time","start_station_latitude",'
+        '"start_station_longitude","end_station_latitude","end_station_longitude"\n'
+        '611,"2019-02-28 17:32:10.1450","2019-02-28 17:42:21.9750",'
+        "37.7896254,-122.400811,37.794231,-122.402923\n",
+        "America/Los_Angeles",
+        611.0,
+        id="gobike",
+    ),
+    pytest.param(
+        '"tripduration","starttime","stoptime","start station latitude",'
+        '"start station longitude","end station latitude","end station longitude"\n'
+        '611,"2019-02-28 17:32:10.1450","2019-02-28 17:42:21.9750",'
+        "40.7420,-73.9898,40.7589,-73.9851\n",
+        "America/New_York",
+        611.0,
+        id="citibike",
+    ),
+    pytest.param(
+        "ride_id,started_at,ended_at,start_lat,start_lng,end_lat,end_lng\n"
+        "A1,2019-02-28 17:32:10,2019-02-28 17:42:21,41.8819,-87.6278,41.8990,-87.6410\n",
+        "America/Chicago",
+        611.0,
+        id="2020-on",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "zone", "seconds"), BIKESHARE_LAYOUTS)
+def test_bike_share_layouts_are_read_in_the_zone_where_the_trips_are(tmp_path, text, zone, seconds):
+    trips, report = read_trips(write(tmp_path, "bikes.csv", text))
+    assert_canonical(trips)
+    assert trips.attrs["schema"] == "bikeshare" and trips.attrs["tz"] == zone
+    assert report.tz_inferred and f"local times read in {zone}" in report.summary()
+    # the wall clock in the file is the wall clock of the result (ten-thousandths kept)
+    start = trips["start_time"].iloc[0]
+    assert (start.hour, start.minute, start.second) == (17, 32, 10)
+    assert trips["travel_time_s"].iloc[0] == pytest.approx(seconds)
+    # a given tz wins over the inferred one
+    given, report = read_trips(write(tmp_path, "bikes.csv", text), tz="UTC")
+    assert given.attrs["tz"] == "UTC" and not report.tz_inferred
+    assert given["start_time"].iloc[0].hour == 17
+
+
+def test_bike_share_header_is_detected():
+    assert detect_schema(["tripduration", "starttime", "stoptime", "start station latitude",
+                          "start station longitude", "end station latitude",
+                          "end station longitude", "bikeid"]) == "bikeshare"  # fmt: skip
+
+
+def test_real_sf_bike_share_file_needs_no_help(shared_data):
+    trips, report = read_trips(shared_data("sf_bikeshare_2019-02_partial.csv"))
+    assert trips.attrs["schema"] == "bikeshare"
+    assert trips.attrs["tz"] == "America/Los_Angeles" and report.tz_inferred
+    assert report.n_input == 14_647 and len(trips) > 14_500  # the truncated last line too
+    local_hours = trips["start_time"].dt.hour
+    # commuting peaks at 8 and 17 local time, the night is quiet: the zone is right
+    by_hour = local_hours.value_counts()
+    assert by_hour[8] > 5 * by_hour[3] and by_hour[17] > 5 * by_hour[3]

@@ -250,6 +250,9 @@ class CleaningReport:
         Schema the source was read with.
     tz : str or None
         Time zone of ``start_time`` in the returned table.
+    tz_inferred : bool
+        Whether ``tz`` was found from where the trips are (layouts that name no
+        city, see :mod:`vrvm.trips.layouts`) rather than given or fixed by the layout.
     center : tuple of float or None
         ``(lat, lon)`` median point used for the ``max_radius_km`` check.
     n_empty_rows : int
@@ -281,6 +284,7 @@ class CleaningReport:
     config: CleaningConfig = field(default_factory=CleaningConfig)
     schema: str | None = None
     tz: str | None = None
+    tz_inferred: bool = False
     center: tuple[float, float] | None = None
     n_empty_rows: int = 0
     dropped_rows: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
@@ -328,6 +332,7 @@ class CleaningReport:
             "source": self.source,
             "schema": self.schema,
             "tz": self.tz,
+            "tz_inferred": bool(self.tz_inferred),
             "n_input": int(self.n_input),
             "n_kept": int(self.n_kept),
             "n_dropped": int(self.dropped),
@@ -354,6 +359,11 @@ class CleaningReport:
         ]
         if self.n_empty_rows:
             lines[0] += f" ({self.n_empty_rows:,} empty rows skipped)"
+        if self.tz_inferred:
+            lines.append(
+                f"  local times read in {self.tz}, the time zone where the trips are "
+                "(give tz to change it)"
+            )
         for reason in CLEANING_REASONS:
             count = self.counts[reason]
             if count:
@@ -463,6 +473,7 @@ def clean_parsed(
         config=config,
         schema=schema,
         tz=parsed.zone,
+        tz_inferred=parsed.zone_inferred,
         center=center,
         n_empty_rows=n_empty,
         dropped_rows=dropped_rows,

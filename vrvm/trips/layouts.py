@@ -33,6 +33,15 @@ columns are all present is used.
     ``Start_Lon``, ...), 2010--2014 (``pickup_datetime``, ``dropoff_datetime``, ...;
     2014 has leading spaces in its header) and 2015--2016 (``tpep_pickup_datetime``,
     ...). Travel time is drop-off minus pickup. Local zone ``America/New_York``.
+``bikeshare``
+    Public bike-share trip histories, which many cities publish in the same few
+    layouts: Ford GoBike / Bay Wheels 2017-2020 (``start_time``, ``duration_sec``,
+    ``start_station_latitude``, ...; times with ten-thousandths of a second), Citi
+    Bike and others to 2020 (``starttime``, ``tripduration``, ``start station
+    latitude``, ...) and the 2020-on form of Bay Wheels, Citi Bike and Divvy
+    (``started_at``, ``ended_at``, ``start_lat``, ``start_lng``, ...). The files
+    name no city, so their local times are read in the time zone where the trips
+    are (:func:`vrvm.trips.timezones.zone_at`) unless ``tz`` is given.
 
 Anything else can be read by naming the columns with ``column_map``, a dict from a
 canonical name (or ``"end_time"``, a drop-off time to subtract the start from) to a
@@ -100,13 +109,15 @@ class Layout:
     """How to read a file: the schema's name, role -> column of the file, its city zone.
 
     ``unix_is_local``: numbers in the time columns are the city's wall clock written
-    as if it were UTC (the ``chicago`` schema).
+    as if it were UTC (the ``chicago`` schema). ``infer_zone``: the layout names no
+    city, so local times are read in the zone where the trips are.
     """
 
     schema: str
     mapping: dict[str, str]
     zone: str | None
     unix_is_local: bool = False
+    infer_zone: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,8 @@ class _Schema:
     # Numbers in the start/end columns are the city's wall-clock time written as if it
     # were UTC (see the chicago notes in the module docstring), not true unix time.
     unix_is_local: bool = False
+    # The layout is used in many cities: read local times in the trips' own zone.
+    infer_zone: bool = False
 
 
 def _coords(origin_lat: str, origin_lon: str, dest_lat: str, dest_lon: str) -> dict[str, str]:
@@ -210,6 +223,47 @@ _SCHEMA_LIST: tuple[_Schema, ...] = (
                 },
             ),
         ),
+    ),
+    _Schema(
+        "bikeshare",
+        None,
+        (
+            _Variant(
+                "GoBike / Bay Wheels 2017-2020",
+                {
+                    "start_time": "start_time",
+                    "travel_time_s": "duration_sec",
+                    **_coords(
+                        "start_station_latitude",
+                        "start_station_longitude",
+                        "end_station_latitude",
+                        "end_station_longitude",
+                    ),
+                },
+            ),
+            _Variant(
+                "Citi Bike and others to 2020",
+                {
+                    "start_time": "starttime",
+                    "travel_time_s": "tripduration",
+                    **_coords(
+                        "start station latitude",
+                        "start station longitude",
+                        "end station latitude",
+                        "end station longitude",
+                    ),
+                },
+            ),
+            _Variant(
+                "2020 on (Bay Wheels, Citi Bike, Divvy)",
+                {
+                    "start_time": "started_at",
+                    "end_time": "ended_at",
+                    **_coords("start_lat", "start_lng", "end_lat", "end_lng"),
+                },
+            ),
+        ),
+        infer_zone=True,
     ),
 )
 
@@ -445,7 +499,7 @@ def resolve_layout(
 
 
 def _layout(schema: _Schema, mapping: dict[str, str]) -> Layout:
-    return Layout(schema.name, mapping, schema.tz, schema.unix_is_local)
+    return Layout(schema.name, mapping, schema.tz, schema.unix_is_local, schema.infer_zone)
 
 
 _GUESS_PATTERNS = {

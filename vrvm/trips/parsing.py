@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from vrvm.trips.layouts import COORDINATE_ROLES
+from vrvm.trips.timezones import zone_at
 
 __all__ = ["Parsed", "parse_columns"]
 
@@ -164,12 +165,18 @@ class Parsed:
     duration: np.ndarray
     time_failed: np.ndarray
     zone: str
+    zone_inferred: bool = False
 
 
 def parse_columns(
-    raw: pd.DataFrame, mapping: Mapping[str, str], zone: str, unix_is_local: bool = False
+    raw: pd.DataFrame, mapping: Mapping[str, str], zone: str | None, unix_is_local: bool = False
 ) -> Parsed:
+    """Typed columns of ``raw``; ``zone=None`` reads local times in the zone where the
+    trips start (:func:`~vrvm.trips.timezones.zone_at`, UTC if none is found)."""
     coords = {role: _to_float(raw[mapping[role]]) for role in COORDINATE_ROLES}
+    inferred = zone is None
+    if zone is None:
+        zone = zone_at(coords["origin_lat"], coords["origin_lon"]) or "UTC"
     start = _parse_times(raw[mapping["start_time"]], zone, unix_is_local)
     time_failed = np.isnat(start)
     if "end_time" in mapping:
@@ -187,4 +194,5 @@ def parse_columns(
         duration = _to_float(raw[mapping["travel_time_s"]])
     else:  # no travel time in the source (allowed with require_travel_time=False)
         duration = np.full(len(raw), np.nan)
-    return Parsed(coords, start, np.asarray(duration, dtype=np.float64), time_failed, zone)
+    duration = np.asarray(duration, dtype=np.float64)
+    return Parsed(coords, start, duration, time_failed, zone, zone_inferred=inferred)

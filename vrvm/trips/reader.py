@@ -362,7 +362,7 @@ def read_trips(
     raw = _read_raw(src, schema, column_map, require_travel_time)
     layout = raw.layout
     native_zone = zone_name(raw.frame[layout.mapping["start_time"]].dtype)
-    zone = tz or layout.zone or native_zone or "UTC"
+    zone = tz or layout.zone or native_zone or (None if layout.infer_zone else "UTC")
     parsed = parse_columns(raw.frame, layout.mapping, zone, layout.unix_is_local)
     return clean_parsed(
         parsed,

@@ -1,18 +1,24 @@
-"""Time zones: one way to name a trip's zone, and to check a name a user gives.
+"""Time zones: one way to name a trip's zone, to check a name a user gives, and to find
+the zone where trips are.
 
 Trips keep their ``start_time`` in the city's zone; what is stored (model directories,
 the trip store, ``attrs["tz"]``) is the zone's *name*, which pandas must accept back.
+Files whose layout does not fix a city (bike-share histories are the same everywhere)
+have their local times read in the zone the trips lie in (:func:`zone_at`, from
+timezonefinder's offline polygons).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import zoneinfo
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["check_zone", "tz_name", "zone_name"]
+__all__ = ["check_zone", "tz_name", "zone_at", "zone_name"]
 
 
 def check_zone(tz: str | None) -> str | None:
@@ -83,3 +89,40 @@ def zone_name(dtype) -> str | None:
         return check_zone(tz_name(dtype.tz))
     except ValueError:
         return None
+
+
+@functools.cache
+def _finder():
+    from timezonefinder import TimezoneFinder  # offline polygons of the world's zones
+
+    return TimezoneFinder()
+
+
+def zone_at(lat, lon, *, sample: int = 500, seed: int = 0) -> str | None:
+    """The IANA zone most of the points lie in, or None when no point is usable.
+
+    Looks up at most ``sample`` valid points (a seeded random subset), so a file
+    whose trips span several clusters gets the zone of most of them, never that of a
+    midpoint between them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> zone_at(np.array([37.78, 37.80, 37.33]), np.array([-122.41, -122.27, -121.89]))
+    'America/Los_Angeles'
+    >>> zone_at(np.array([np.nan]), np.array([0.0])) is None
+    True
+    """
+    lat = np.asarray(lat, dtype=np.float64)
+    lon = np.asarray(lon, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        ok = (np.abs(lat) <= 90) & (np.abs(lon) <= 180) & ~((lat == 0) & (lon == 0))
+    rows = np.flatnonzero(ok)
+    if rows.size == 0:
+        return None
+    if rows.size > sample:
+        rows = np.random.default_rng(seed).choice(rows, size=sample, replace=False)
+    finder = _finder()
+    names = [finder.timezone_at(lng=float(lon[i]), lat=float(lat[i])) for i in rows]
+    counts = pd.Series([n for n in names if n]).value_counts()
+    return None if counts.empty else str(counts.index[0])
