@@ -105,9 +105,11 @@ def get_context() -> ModelContext:
     """The active model and its zones, training the demo model on first start."""
     home = models.data_home()
     try:
-        if models.active_model_path(home) is None:
+        active = models.active_model_path(home)
+        if active is None:
             _first_start(home)
-        version, path = models.active_model_path(home)
+            active = models.active_model_path(home)
+        version, path = active
         model = _load_model(str(path), version)
         trips = _training_trips(str(home), str(path), version)
         key, boundaries, _ = sidebar.boundaries() or ("", None, "")

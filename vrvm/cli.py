@@ -31,7 +31,6 @@ import os
 import sys
 import time
 import traceback
-import zoneinfo
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -58,6 +57,7 @@ from vrvm.trips.reader import read_trips
 from vrvm.trips.split import split_holdout
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, SYNTHETIC_CITY_TZ, synthetic_city
 from vrvm.trips.table import trips_sha256
+from vrvm.trips.timezones import check_zone
 
 __all__ = ["build_parser", "main"]
 
@@ -173,12 +173,9 @@ def _forgetting(text: str) -> float:
 
 def _time_zone(text: str) -> str:
     try:
-        zoneinfo.ZoneInfo(text)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise argparse.ArgumentTypeError(
-            f"unknown time zone {text!r}; use an IANA name such as America/Chicago or UTC"
-        ) from None
-    return text
+        return check_zone(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- commands
