@@ -1,9 +1,12 @@
 """Candidate models: the training form, the hold-out comparison and publishing.
 
-State keys (prefixed with the component's ``key``): the form's widgets
-(``{key}_members``, ``{key}_widths``, ``{key}_max_basis``, ``{key}_holdout``,
-``{key}_split``, ``{key}_option_<option>``), ``{key}_result`` (the last
-:class:`vrvm.services.retrain.RetrainResult`, unpublished) and the publish buttons.
+State keys (prefixed with the component's ``key``): the form's widgets (``{key}_name``,
+``{key}_members``, ``{key}_widths``, ``{key}_max_basis``, ``{key}_holdout``,
+``{key}_split``, ``{key}_option_<option>``), ``{key}_name_default`` (the suggested name
+the name field was last reset to), ``{key}_last_settings`` (the last submitted form),
+``{key}_result`` (the last :class:`vrvm.services.retrain.RetrainResult`, unpublished),
+``{key}_new_model`` (the button that trains a refused update's trips as a new model,
+through ``{key}_retry_full``) and the publish buttons.
 
 Nothing here changes the active model except the explicit "Publish" button; a failed or
 interrupted training leaves only a message.
@@ -11,15 +14,34 @@ interrupted training leaves only a message.
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from app_ui import charts, messages
 from app_ui.context import ModelContext
-from vrvm.services import demo, retrain
+from vrvm.services import demo, models, retrain, units
 
 
-def _settings_form(key: str) -> tuple[retrain.TrainingSettings, list[str]] | None:
+def _name_field(key: str, default: str) -> str:
+    """The model-name field, reset to ``default`` whenever the suggestion changes."""
+    if st.session_state.get(f"{key}_name_default") != default:
+        st.session_state[f"{key}_name_default"] = default
+        st.session_state[f"{key}_name"] = default
+    return st.text_input(
+        "Model name",
+        key=f"{key}_name",
+        max_chars=100,
+        help="A city or data set, shown in every caption instead of file names. A full "
+        "retrain takes this name; an update keeps the active model's.",
+    )
+
+
+def _settings_form(
+    key: str, default_name: str
+) -> tuple[retrain.TrainingSettings, list[str]] | None:
     with st.form(f"{key}_settings"):
+        name = _name_field(key, default_name)
         cols = st.columns(4)
         n_members = cols[0].number_input("Ensemble members", 1, 32, 4, key=f"{key}_members")
         widths = cols[1].text_input(
@@ -56,6 +78,7 @@ def _settings_form(key: str) -> tuple[retrain.TrainingSettings, list[str]] | Non
         return None
     try:
         settings = retrain.TrainingSettings(
+            name=name.strip() or None,
             n_members=int(n_members),
             kernel_widths=retrain.parse_widths(widths),
             max_basis=int(max_basis),
@@ -73,16 +96,26 @@ def _settings_form(key: str) -> tuple[retrain.TrainingSettings, list[str]] | Non
 
 
 def train_panel(key: str, ctx: ModelContext, *, n_stored: int) -> None:
-    """The form; on submit, train the candidates and score them beside the active model."""
-    form = _settings_form(key)
+    """The form; on submit, train the candidates and score them beside the active model.
+
+    After a refused update, the "new model" button of :func:`evaluation_panel` trains
+    the same form's full retrain here (with the name in the name field).
+    """
+    retry = st.session_state.pop(f"{key}_retry_full", False)
+    form = _settings_form(key, retrain.suggest_model_name(ctx.home, ctx.model))
     if n_stored == 0:
         st.info(
             "The trip store is empty: upload trip files (or add the synthetic demo trips) first."
         )
         return
+    if form is None and retry and f"{key}_last_settings" in st.session_state:
+        name = (st.session_state.get(f"{key}_name") or "").strip() or None
+        settings = dataclasses.replace(st.session_state[f"{key}_last_settings"], name=name)
+        form = settings, [retrain.RETRAIN_FULL]
     if form is None:
         return
     settings, chosen = form
+    st.session_state[f"{key}_last_settings"] = settings
     st.session_state.pop(f"{key}_result", None)
     with st.status(f"Training on {n_stored:,} stored trips", expanded=True) as status:
         bars: dict[str, object] = {}
@@ -107,8 +140,10 @@ def train_panel(key: str, ctx: ModelContext, *, n_stored: int) -> None:
             status.update(label="Training failed; the active model is unchanged", state="error")
             st.error(str(exc))
             return
+        refused = result.refused_update.reason if result.refused_update else None
         for name, message in result.errors.items():
-            st.error(f"{name} failed: {message}")
+            if message != refused:  # shown with its way out by evaluation_panel
+                st.error(f"{name} failed: {message}")
         status.update(
             label=f"Trained {len(result.candidates)} candidate(s); "
             f"scored on {len(result.holdout):,} hold-out trips",
@@ -117,10 +152,32 @@ def train_panel(key: str, ctx: ModelContext, *, n_stored: int) -> None:
     st.session_state[f"{key}_result"] = result
 
 
+def _refusal(key: str, result: retrain.RetrainResult) -> None:
+    """A refused update: why, with the numbers, and a full retrain as a new model."""
+    check = result.refused_update
+    if check is None:
+        return
+    st.error(f"**The update was refused.** {check.reason}", icon=":material/wrong_location:")
+    if "train" in result.kinds.values():
+        st.info(
+            "The full retrain below is a new model of its own: publishing it makes it the "
+            "active model, and the current one stays under *Model versions*.",
+            icon=":material/add_location_alt:",
+        )
+    elif st.button(
+        "Train a new model on these trips (full retrain)", key=f"{key}_new_model", type="primary"
+    ):
+        st.session_state[f"{key}_retry_full"] = True
+        st.rerun()
+
+
 def evaluation_panel(key: str, ctx: ModelContext) -> None:
     """The candidates and the active model on the same hold-out trips, and publishing."""
     result: retrain.RetrainResult | None = st.session_state.get(f"{key}_result")
-    if result is None or not result.candidates:
+    if result is None:
+        return
+    _refusal(key, result)
+    if not result.candidates:
         return
     st.subheader("Hold-out evaluation")
     st.caption(
@@ -154,11 +211,13 @@ def evaluation_panel(key: str, ctx: ModelContext) -> None:
     )
 
     st.subheader("Publish")
-    for name in result.candidates:
+    for name, candidate in result.candidates.items():
         crps = scores[name].metrics.get("crps_s")
-        label = f"Publish “{name}” as the new active model"
+        new_model = result.new_area and result.kinds[name] == "train"
+        as_what = "a new model" if new_model else "the new active model"
+        label = f"Publish “{name}” as {as_what}, “{models.model_name(candidate)}”"
         if crps is not None:
-            label += f" (hold-out CRPS {crps / 60:.2f} min)"
+            label += f" (hold-out CRPS {units.format_metric('crps_s', crps, 'min')})"
         if st.button(label, key=f"{key}_publish_{name}", type="primary"):
             version = retrain.publish_candidate(ctx.home, result, name)
             st.session_state.pop(f"{key}_result", None)

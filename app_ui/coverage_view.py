@@ -115,8 +115,16 @@ def show_results(
             ),
         },
     )
+    thin = ""
+    if summary.get("n_thin"):
+        thin = (
+            f" {summary['n_thin']} of {summary['n_zones']} zones are faded: fewer than "
+            f"{summary['thin_trips']} training trips went there from near the origin, so "
+            "their answers rest on thin data."
+        )
     st.caption(
         "Probability-of-coverage map (Westgate et al. 2013): from the origin, for the departure "
         "time shown, each zone's chance of being reached within T minutes."
+        + thin
         + (" Synthetic data." if ctx.synthetic else "")
     )

@@ -11,6 +11,21 @@ from vrvm.services import forecast
 from vrvm.services.places import ODState
 
 
+def _support_note(answer: forecast.ODAnswer) -> None:
+    """How much data stands behind the answer, right under it; a warning when thin."""
+    support = answer.support
+    spread = answer.spread_sentence()
+    if support is None:
+        st.caption(
+            "The training trips of this model were not kept, so how many of them went "
+            "between these places is unknown. " + spread
+        )
+    elif support.thin:
+        st.warning(f"**Thin data.** {support.sentence()} {spread}", icon=":material/warning:")
+    else:
+        st.caption(f"{support.sentence()} {spread}")
+
+
 def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: float) -> None:
     """Median, mean, intervals, P(T <= threshold), the density and the daily profile."""
     if not state.complete:
@@ -25,6 +40,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         threshold_min,
         trips=ctx.trips,
         resolution=ctx.area.resolution,
+        area=ctx.area,
     )
     result = answer.forecast
     eighty = result.intervals.set_index("level").loc[0.8]
@@ -46,6 +62,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
     )
     cols[3].metric(f"P(arrive within {threshold_min:g} min)", f"{100 * result.prob_within:.0f} %")
     st.caption(result.summary_text() + (" Synthetic data." if ctx.synthetic else ""))
+    _support_note(answer)
 
     left, right = st.columns([3, 2])
     with left:

@@ -261,7 +261,11 @@ def arc_deck(
 
 
 def legend_html(legend: list[tuple[str, str]], title: str) -> str:
-    """A colour legend (``(label, "#rrggbb")`` entries) as HTML; labels are escaped."""
+    """A colour legend as HTML; labels are escaped.
+
+    Entries are ``(label, css)`` pairs, ``css`` a colour (``"#rrggbb"``) or any CSS
+    background (the hatched swatch of thin-data zones).
+    """
     items = "".join(
         f"<span style='display:inline-block;margin:2px 10px 2px 0;white-space:nowrap'>"
         f"<span style='display:inline-block;width:16px;height:12px;background:{colour};"

@@ -47,7 +47,11 @@ def show(key: str, ctx: ModelContext) -> None:
         delta_arrow="off",
     )
     stats[1].metric("Members", n_members)
-    stats[2].metric("Kernel widths", ", ".join(f"{w:.3g}" for w in ctx.model.kernel_widths_))
+    stats[2].metric(
+        "Kernel widths",
+        ", ".join(f"{w:.3g}" for w in ctx.model.kernel_widths_),
+        help="In units of the standardised features (one standard deviation each).",
+    )
     members_frame = relevance.member_table(ctx.model)
     if ctx.model.target == "log":
         stats[3].metric(
@@ -82,8 +86,9 @@ def show(key: str, ctx: ModelContext) -> None:
         )
     with right:
         st.markdown("**Members**")
+        shown_members = members_frame.rename(columns=relevance.member_columns(ctx.model))
         st.dataframe(
-            members_frame.round(3), hide_index=True, key=f"{key}_members_table", width="stretch"
+            shown_members.round(3), hide_index=True, key=f"{key}_members_table", width="stretch"
         )
 
     st.markdown("**Relevance-vector trips**")

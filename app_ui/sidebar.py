@@ -1,9 +1,11 @@
 """Page set-up and the sidebar: navigation and the map settings shared by every page.
 
-State keys: ``settings_basemap`` (bool) and ``settings_boundaries`` (``(sha256,
-GeoJSON dict, file name)`` of the uploaded boundary file). Streamlit forgets a widget's
-value when another page is shown, so the settings live in these keys, which the
-widgets only write to.
+State keys: ``settings_basemap`` (bool). Streamlit forgets a widget's value when
+another page is shown, so the setting lives in this key, which the widget only writes
+to. Boundary files are kept in the data home (:mod:`vrvm.services.boundaries`), not in
+the session: an upload is saved there and shown on the map, and stays after a restart
+until it is removed; ``settings_boundary_seen`` holds the last upload handled (and its
+error, if it was refused) so a rerun does not save it again.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import hashlib
 import streamlit as st
 
 from vrvm.services import boundaries as boundaries_svc
+from vrvm.services import models
 
 SETTINGS_BASEMAP = "settings_basemap"
-SETTINGS_BOUNDARIES = "settings_boundaries"
+SETTINGS_BOUNDARY_SEEN = "settings_boundary_seen"
+NO_BOUNDARIES = "(none)"
 
 PAGES = (
     ("app.py", "Predict", ":material/route:"),
@@ -45,23 +49,58 @@ def basemap_enabled() -> bool:
     return bool(st.session_state.get(SETTINGS_BASEMAP, False))
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _boundary_document(home: str, name: str, fingerprint: str, added_at: str) -> dict:
+    del fingerprint, added_at  # the cache key: a replaced file is read again
+    return boundaries_svc.load_boundaries(home, name)
+
+
 def boundaries() -> tuple[str, dict, str] | None:
-    """``(sha256, GeoJSON, file name)`` of the uploaded boundary file, if any."""
-    return st.session_state.get(SETTINGS_BOUNDARIES)
+    """``(fingerprint, GeoJSON, file name)`` of the boundary file shown on the map, if any."""
+    home = models.data_home()
+    try:
+        entry = boundaries_svc.shown_boundaries(home)
+        if entry is None:
+            return None
+        document = _boundary_document(str(home), entry.name, entry.fingerprint, entry.added_at)
+    except (KeyError, ValueError, OSError):
+        return None  # map_settings says what is wrong
+    return entry.fingerprint, document, entry.file_name
 
 
 def _keep(widget_key: str, key: str) -> None:
     st.session_state[key] = st.session_state[widget_key]
 
 
-def _remove_boundaries() -> None:
-    current = st.session_state.pop(SETTINGS_BOUNDARIES, None)
-    if current:
-        st.session_state[f"{SETTINGS_BOUNDARIES}_removed"] = current[0]
+def _show(widget_key: str) -> None:
+    choice = st.session_state[widget_key]
+    name = None if choice == NO_BOUNDARIES else choice
+    boundaries_svc.show_boundaries(models.data_home(), name)
+
+
+def _remove(name: str) -> None:
+    boundaries_svc.remove_boundaries(models.data_home(), name)
+
+
+def _save_upload(upload) -> None:
+    """Keep a new upload in the data home (once per upload), or remember why not."""
+    data = upload.getvalue()
+    seen = (getattr(upload, "file_id", ""), hashlib.sha256(data).hexdigest())
+    previous = st.session_state.get(SETTINGS_BOUNDARY_SEEN)
+    if previous is None or previous[0] != seen:
+        try:
+            boundaries_svc.save_boundaries(models.data_home(), data, upload.name)
+            error = None
+        except ValueError as exc:
+            error = str(exc)
+        st.session_state[SETTINGS_BOUNDARY_SEEN] = (seen, error)
+    error = st.session_state[SETTINGS_BOUNDARY_SEEN][1]
+    if error:
+        st.error(error)
 
 
 def map_settings() -> None:
-    """Basemap toggle and boundary polygons (GeoJSON upload)."""
+    """Basemap toggle and boundary polygons: upload (kept in the data home), choose, remove."""
     with st.sidebar:
         st.subheader("Map settings")
         st.toggle(
@@ -77,23 +116,35 @@ def map_settings() -> None:
             "Boundary polygons (GeoJSON)",
             type=["geojson", "json"],
             key="settings_boundary_upload",
-            help="For example Chicago community areas: zones are named after the polygon "
-            "they fall in, and the polygons are drawn under the zones.",
+            help="For example Chicago community areas or NYC taxi zones, in WGS84 "
+            "longitude/latitude: zones are named after the polygon they fall in, and the "
+            "polygons are drawn under the zones. Kept in the data home until removed.",
         )
         if upload is not None:
-            data = upload.getvalue()
-            key = hashlib.sha256(data).hexdigest()
-            current = boundaries()
-            removed = st.session_state.get(f"{SETTINGS_BOUNDARIES}_removed")
-            if (not current or current[0] != key) and key != removed:
-                try:
-                    document = boundaries_svc.parse_geojson(data)
-                    st.session_state[SETTINGS_BOUNDARIES] = (key, document, upload.name)
-                except ValueError as exc:
-                    st.error(str(exc))
-        current = boundaries()
-        if current:
-            st.caption(f"Boundaries: {current[2]} ({len(current[1]['features'])} features)")
+            _save_upload(upload)
+        home = models.data_home()
+        saved = boundaries_svc.saved_boundaries(home)
+        if not saved:
+            return
+        shown = boundaries_svc.shown_boundaries(home)
+        options = [NO_BOUNDARIES, *(entry.name for entry in saved)]
+        # the widget shows what the home says (another session may have changed it)
+        st.session_state["settings_boundary_choice"] = shown.name if shown else NO_BOUNDARIES
+        st.selectbox(
+            "Boundaries on the map",
+            options,
+            key="settings_boundary_choice",
+            on_change=_show,
+            args=("settings_boundary_choice",),
+        )
+        if shown is not None:
+            st.caption(boundaries_svc.describe_boundaries(shown))
+            if boundaries() is None:
+                st.error(f"The boundary file {shown.file_name} can no longer be read.")
             st.button(
-                "Remove boundaries", key="settings_boundary_remove", on_click=_remove_boundaries
+                "Remove boundaries",
+                key="settings_boundary_remove",
+                on_click=_remove,
+                args=(shown.name,),
+                help="Delete this boundary file from the data home.",
             )

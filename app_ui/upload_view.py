@@ -3,11 +3,14 @@
 State keys (prefixed with the component's ``key``):
 
 ``{key}_upload``     the file uploader; ``{key}_reads`` read results per file
-``{key}_maps``       column maps given in the mapping forms, per file
+``{key}_options``    read options given in the mapping forms, per file
+``{key}_recipes``    recipe names to keep those options under, per file
 ``{key}_added``      files already added to the trip store (id -> message)
 
 Each file is read once (:func:`vrvm.services.uploads.read_upload`); nothing is stored
-until its "Add" button is pressed (:func:`vrvm.services.store_admin.add_upload`).
+until its "Add" button is pressed (:func:`vrvm.services.store_admin.add_upload`). Trips
+outside the active model's area are flagged before they are added: they can train a new
+model, not update this one (:func:`vrvm.services.area_check.check_same_area`).
 """
 
 from __future__ import annotations
@@ -15,33 +18,126 @@ from __future__ import annotations
 import streamlit as st
 
 from app_ui.context import ModelContext
-from vrvm.services import store_admin, uploads
+from vrvm.services import area_check, boundaries, store_admin, uploads
 
 
 def _file_id(upload) -> str:
     return str(getattr(upload, "file_id", None) or f"{upload.name}:{upload.size}")
 
 
-def _mapping_form(key: str, fid: str, outcome: uploads.UploadOutcome) -> None:
-    st.warning(
-        f"**{outcome.name}**: the columns do not match a known export. Name them below.",
-        icon=":material/table_edit:",
-    )
-    guess = uploads.guess_column_map(outcome.columns)
+_AUTO = "(detect)"
+_FORMAT_HELP = {
+    "date_format": "How dates are written. Day-first and month-first are never guessed: "
+    "a file whose dates read both ways needs this. A strftime pattern such as %d-%m-%Y "
+    "works too (type it below).",
+    "clock_format": "hh:mm (also 12-hour with AM/PM), decimal hours (14.65) or seconds "
+    "since midnight.",
+    "weekday_format": "Day names are read as they are; numbers need their numbering.",
+}
+
+
+def _choice(label: str, options: list[str], default: str | None, key: str, help_text: str = ""):
+    choices = [_AUTO, *options]
+    index = choices.index(default) if default in choices else 0
+    value = st.selectbox(label, choices, index=index, key=key, help=help_text or None)
+    return None if value == _AUTO else value
+
+
+def _mapping_form(key: str, fid: str, outcome: uploads.UploadOutcome, ctx: ModelContext) -> None:
+    """Ask which column holds each role and how times are written; optionally keep it."""
+    question = outcome.format_question
+    if question is not None:
+        st.warning(f"**{outcome.name}**: {question}", icon=":material/event_busy:")
+    elif outcome.zones_needed:
+        st.warning(outcome.error, icon=":material/map:")
+    else:
+        st.warning(
+            f"**{outcome.name}**: the columns do not match a known export. Name them below.",
+            icon=":material/table_edit:",
+        )
+    given = outcome.options or uploads.ReadOptions()
+    guess = given.column_map or uploads.guess_column_map(outcome.columns)
     choices = ["", *outcome.columns]
+    zone_files = [entry.name for entry in boundaries.saved_boundaries(ctx.home)]
     with st.form(f"{key}_form_{fid}"):
+        st.markdown("**Which column holds what** (leave empty what the file does not have)")
         mapping = {}
         cols = st.columns(2)
         for i, (role, label) in enumerate(uploads.MAPPING_ROLES):
             default = guess.get(role, "")
             mapping[role] = cols[i % 2].selectbox(
-                label, choices, index=choices.index(default), key=f"{key}_role_{fid}_{role}"
+                label,
+                choices,
+                index=choices.index(default) if default in choices else 0,
+                key=f"{key}_role_{fid}_{role}",
             )
+        st.markdown("**How times are written**")
+        formats = {
+            "date_format": given.date_format,
+            "clock_format": given.clock_format,
+            "weekday_format": given.weekday_format,
+        }
+        if question is not None:
+            formats[question.option] = question.choices[0]
+        date_format = _choice(
+            "Dates",
+            list(uploads.DATE_FORMATS[1:]),
+            formats["date_format"],
+            f"{key}_date_{fid}",
+            _FORMAT_HELP["date_format"],
+        )
+        pattern = st.text_input(
+            "... or a strftime pattern", key=f"{key}_pattern_{fid}", placeholder="%d-%m-%Y"
+        )
+        clock_format = _choice(
+            "Clock",
+            list(uploads.CLOCK_FORMATS[1:]),
+            formats["clock_format"],
+            f"{key}_clock_{fid}",
+            _FORMAT_HELP["clock_format"],
+        )
+        weekday_format = _choice(
+            "Weekdays",
+            list(uploads.WEEKDAY_FORMATS),
+            formats["weekday_format"],
+            f"{key}_weekday_{fid}",
+            _FORMAT_HELP["weekday_format"],
+        )
+        tz = st.text_input(
+            "Time zone (IANA, optional)",
+            value=given.tz or "",
+            key=f"{key}_tz_{fid}",
+            help="Default: the layout's city, else the zone where the trips are.",
+        )
+        zones = _choice(
+            "Zone file for zone ids",
+            zone_files,
+            given.zones,
+            f"{key}_zones_{fid}",
+            "Trips given by zone ids are placed at a point inside each zone of this file "
+            "(add zone files on the Predict page's sidebar).",
+        )
+        recipe = st.text_input(
+            "Remember as a recipe (optional name)",
+            key=f"{key}_recipe_{fid}",
+            help="The next file with the same columns is then read without this form.",
+        )
         if st.form_submit_button("Read with these columns"):
             column_map = {role: col for role, col in mapping.items() if col}
-            if "travel_time_s" in column_map and "end_time" in column_map:
-                column_map.pop("end_time")
-            st.session_state[f"{key}_maps"][fid] = column_map
+            try:
+                options = uploads.ReadOptions(
+                    tz=tz.strip() or None,
+                    column_map=column_map,
+                    date_format=pattern.strip() or date_format,
+                    clock_format=clock_format,
+                    weekday_format=weekday_format,
+                    zones=zones,
+                )
+            except ValueError as exc:
+                st.error(str(exc), icon=":material/block:")
+                return
+            st.session_state[f"{key}_options"][fid] = options
+            st.session_state[f"{key}_recipes"][fid] = recipe.strip()
             st.session_state[f"{key}_reads"].pop(fid, None)
             st.rerun()
     with st.expander("What was found"):
@@ -56,8 +152,19 @@ def _report(key: str, fid: str, outcome: uploads.UploadOutcome) -> None:
     cols[2].metric("Dropped", f"{report.dropped:,}")
     st.caption(
         f"Schema: {report.schema} · times read in {report.tz}"
+        + (" (where the trips are)" if report.tz_inferred else "")
         + (f" · {report.n_empty_rows:,} empty rows skipped" if report.n_empty_rows else "")
     )
+    for note in report.notes.values():
+        st.caption(f"Read {note}")
+    if report.dateless:
+        st.caption(
+            "No calendar date in this file: trips are placed by weekday and clock, which is "
+            "all the model needs."
+        )
+    if len(outcome.preview):
+        with st.expander(f"First {len(outcome.preview)} trips as read", expanded=True):
+            st.dataframe(outcome.preview, hide_index=True, key=f"{key}_preview_{fid}")
     if len(outcome.reasons):
         st.dataframe(outcome.reasons, hide_index=True, key=f"{key}_report_{fid}", width="stretch")
         if len(outcome.examples):
@@ -71,7 +178,8 @@ def _report(key: str, fid: str, outcome: uploads.UploadOutcome) -> None:
 
 def show(key: str, ctx: ModelContext) -> None:
     st.session_state.setdefault(f"{key}_reads", {})
-    st.session_state.setdefault(f"{key}_maps", {})
+    st.session_state.setdefault(f"{key}_options", {})
+    st.session_state.setdefault(f"{key}_recipes", {})
     st.session_state.setdefault(f"{key}_added", {})
     files = st.file_uploader(
         "Trip files (CSV or Parquet; Chicago, NYC or canonical columns are recognised)",
@@ -87,15 +195,29 @@ def show(key: str, ctx: ModelContext) -> None:
         fid = _file_id(upload)
         data = upload.getvalue()
         if fid not in reads:
-            reads[fid] = uploads.read_upload(
-                upload.name, data, column_map=st.session_state[f"{key}_maps"].get(fid)
-            )
+            options = st.session_state[f"{key}_options"].get(fid)
+            reads[fid] = uploads.read_upload(upload.name, data, options=options, home=ctx.home)
+            recipe = st.session_state[f"{key}_recipes"].pop(fid, "")
+            if recipe and reads[fid].ok:
+                st.session_state[f"{key}_saved_{fid}"] = uploads.save_recipe(
+                    ctx.home, recipe, reads[fid]
+                )
         outcome: uploads.UploadOutcome = reads[fid]
         with st.container(border=True):
             st.markdown(f"**{upload.name}** · {len(data) / 2**20:.2f} MB")
-            if outcome.needs_mapping:
-                _mapping_form(key, fid, outcome)
+            mapped = fid in st.session_state[f"{key}_options"]
+            if outcome.needs_mapping or (mapped and outcome.report is None):
+                if mapped and not outcome.needs_mapping:
+                    st.error(outcome.error, icon=":material/block:")
+                _mapping_form(key, fid, outcome, ctx)
                 continue
+            if outcome.recipe:
+                st.info(
+                    f"Read with your recipe “{outcome.recipe}” for these columns.",
+                    icon=":material/menu_book:",
+                )
+            if saved := st.session_state.get(f"{key}_saved_{fid}"):
+                st.success(saved, icon=":material/bookmark_added:")
             if outcome.report is not None:
                 _report(key, fid, outcome)
             if outcome.error:
@@ -112,6 +234,9 @@ def show(key: str, ctx: ModelContext) -> None:
                     "in between. Clear the store first unless this is intended.",
                     icon=":material/travel_explore:",
                 )
+            check = area_check.check_same_area(ctx.model, outcome.trips, training_trips=ctx.trips)
+            if not check.ok:
+                st.info(check.reason, icon=":material/wrong_location:")
             if st.button(
                 f"Add {len(outcome.trips):,} trips to the store",
                 key=f"{key}_add_{fid}",

@@ -54,7 +54,7 @@ def test_demo_data_says_it_is_synthetic(tmp_path):
 
 def test_train_summary_report_and_progress(workdir):
     root, out, err = workdir
-    assert "trained 2 members on 2,000 trips" in out
+    assert "2 members on 2,000 trips" in out
     assert "kernel widths: 1, 2" in out
     assert "relevance vectors per member:" in out
     assert "kept 2,000 of 2,000 rows" in err  # the cleaning report, on stderr
@@ -291,7 +291,7 @@ def test_train_with_holdout_stores_and_prints_the_metrics(workdir, tmp_path):
     )
     assert status == 0, err
     assert err == ""  # --quiet
-    assert "trained 2 members on 1,500 trips" in out
+    assert "2 members on 1,500 trips" in out
     summary = next(line for line in out.splitlines() if line.startswith("held out"))
     assert "500 trips (25%, split seed 0)" in summary
     assert "CRPS" in summary and "NLL" in summary and "90% interval coverage" in summary
@@ -307,7 +307,7 @@ def test_train_with_holdout_stores_and_prints_the_metrics(workdir, tmp_path):
     assert metrics["n"] == 500 and metrics["crps_s"] > 0
     assert model.training_summary_["n_trips"] == 1500
     coverage = {i["level"]: i["coverage"] for i in metrics["intervals"]}
-    assert f"{coverage[0.9]:.1%}" in summary
+    assert f"{100 * coverage[0.9]:.1f} %" in summary
 
 
 def test_holdout_split_is_seeded_disjoint_and_in_file_order():
@@ -400,14 +400,14 @@ def test_python_dash_m_entry_point():
 
 
 def test_progress_bar_redraws_on_a_terminal():
-    from vrvm.cli import _ProgressBar
+    from vrvm.cli._output import ProgressBar
 
     class Terminal(io.StringIO):
         def isatty(self):
             return True
 
     stream = Terminal()
-    bar = _ProgressBar(stream, "members", width=4)
+    bar = ProgressBar(stream, "members", width=4)
     bar(1, 2, 0.5)
     bar(2, 2, 1.0)
     assert stream.getvalue() == ("\rmembers [##--] 1/2     0.5 s\rmembers [####] 2/2     1.0 s\n")

@@ -395,7 +395,7 @@ def test_unknown_columns_get_a_mapping_form(vrvm_home):
     no_exception(at)
     assert any("do not match a known export" in w.value for w in at.warning)
     roles = {s.label: s for s in at.selectbox if s.key and "_role_" in s.key}
-    assert roles["Start time (pickup)"].value == "pickup_time"  # guessed
+    assert roles["Start time (date and clock in one column)"].value == "pickup_time"  # guessed
     assert roles["Origin latitude"].value == "from_lat"
     submit = next(b for b in at.button if b.label == "Read with these columns")
     submit.click().run()
@@ -448,3 +448,63 @@ def test_first_start_trains_the_demo_model(tmp_path, monkeypatch):
     again = run_app()
     no_exception(again)
     assert len(store.versions()) == 1
+
+
+# ------------------------------------------------------------------ names and guard rails
+
+
+def test_an_update_with_another_citys_trips_is_refused_and_becomes_a_new_model(vrvm_home):
+    """Chicago-like trips cannot update the synthetic city's model: the page says why,
+    with the numbers, and trains them as a new model named after the file instead."""
+    at = _retrain_page()
+    no_exception(at)
+    header = at.caption[0].value
+    assert header.startswith("Model version 1 · Synthetica (synthetic): 3,000 trips")
+    assert at.text_input(key="retrain_name").value == "Synthetica (synthetic)"
+    chicago = synthetic_city(300, seed=32)
+    for column, shift in (
+        ("origin_lat", 81.88),
+        ("dest_lat", 81.88),
+        ("origin_lon", -57.63),
+        ("dest_lon", -57.63),
+    ):
+        chicago[column] += shift
+    at.file_uploader(key="retrain_upload").upload(
+        "chicago_taxi_trips.csv", _csv(chicago), "text/csv"
+    ).run()
+    no_exception(at)
+    assert any("Only 0% of the ends of the 300 trips" in i.value for i in at.info)
+    next(b for b in at.button if b.label.startswith("Add 300 trips")).click().run()
+    assert at.text_input(key="retrain_name").value == "chicago taxi trips"  # the file's
+
+    at.checkbox(key="retrain_option_full").uncheck()  # only "Update with new trips"
+    at.number_input(key="retrain_members").set_value(2)
+    at.text_input(key="retrain_widths").input("1.5, 3")
+    at.number_input(key="retrain_max_basis").set_value(100)
+    at.button(key="FormSubmitter:retrain_settings-Train and evaluate").click().run()
+    no_exception(at)
+    refusal = next(e.value for e in at.error if "update was refused" in e.value)
+    assert "Only 0% of the ends of the 240 trips" in refusal and "km from its centre" in refusal
+    assert "at least 50% needed" in refusal
+    assert not [f for f in at.dataframe if "trips scored" in f.value.index]  # no candidate
+    store = model_store(vrvm_home)
+    assert store.active_version() == 1 and len(store.versions()) == 1
+
+    at.button(key="retrain_new_model").click().run()  # train them as a new model instead
+    no_exception(at)
+    table = table_with(at, "trips scored")
+    assert list(table.columns) == ["Full retrain", "active (v1)"]
+    for row in table.index.drop("trips scored"):  # every score names its unit
+        assert row.endswith(("(min)", "(nats)", "(%)")), row
+    publish = next(b for b in at.button if b.label.startswith("Publish “Full retrain”"))
+    assert "as a new model, “chicago taxi trips” (hold-out CRPS " in publish.label
+    assert publish.label.endswith(" min)")
+    publish.click().run()
+    no_exception(at)
+    assert store.active_version() == 2 and store.versions()[-1].info["parent"] is None
+    versions = table_with(at, "created (UTC)")
+    assert versions["model"].tolist() == ["chicago taxi trips", "Synthetica (synthetic)"]
+    assert "hold-out CRPS (min)" in versions.columns
+    header = at.caption[0].value
+    assert header.startswith("Model version 2 · chicago taxi trips: 240 trips")
+    assert "/" not in header and str(vrvm_home) not in header

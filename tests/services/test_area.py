@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import h3
 import numpy as np
 
 from tools.browser import lnglat_to_pixel
@@ -87,3 +88,32 @@ def test_chicago_trips_and_community_areas(shared_data):
     assert set(cells) <= set(area.grid["zone"])
     loop = area.grid.loc[area.grid["place"] == "Loop"].iloc[0]
     assert loop["label"] == f"Zone {loop['number']} · Loop"
+
+
+def test_sf_bikeshare_area_opens_on_san_francisco(shared_data):
+    """Real data: zones only where the bikes go, the map opens on SF, trips indexed."""
+    trips, _ = read_trips(shared_data("sf_bikeshare_2019-02_partial.csv"))
+    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=60, random_state=0)
+    model.fit(trips)
+    area = build_service_area(model, trips=trips)
+    grid = area.grid
+    assert len(grid) <= 2500 and (grid["n_points"] > 0).sum() >= 200
+    assert h3.average_hexagon_edge_length(area.resolution, unit="km") < area.median_trip_km
+    # the view is centred on San Francisco's streets, not on the bay, and zoomed in
+    assert 37.72 < area.view.latitude < 37.81 and -122.47 < area.view.longitude < -122.38
+    assert area.view.zoom >= 11.5
+    x, y = lnglat_to_pixel(
+        area.view, [37.7955, 37.3352], [-122.3937, -121.8863], width_px=800, height_px=560
+    )
+    assert 0 <= x[0] <= 800 and 0 <= y[0] <= 560  # the Ferry Building is in view ...
+    assert not (0 <= y[1] <= 560 and 0 <= x[1] <= 800)  # ... San Jose is not
+    # every training trip starting in a zone is indexed for the support counts
+    starts = latlng_to_zone(trips["origin_lat"], trips["origin_lon"], area.resolution)
+    assert area.support.dest.size == np.isin(starts, grid["zone"]).sum() == len(trips)
+
+
+def test_synthetic_view_still_shows_the_whole_city(tiny_area):
+    grid = tiny_area.grid
+    x, y = lnglat_to_pixel(tiny_area.view, grid["lat"], grid["lon"], width_px=800, height_px=560)
+    assert np.all((x >= 0) & (x <= 800) & (y >= 0) & (y <= 560))
+    assert tiny_area.resolution == 8 and tiny_area.support is not None

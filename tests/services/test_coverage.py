@@ -10,15 +10,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vrvm.services.colours import THIN_SWATCH
 from vrvm.services.coverage import (
+    THIN_LEGEND,
     coverage_colors,
     coverage_csv,
     coverage_geojson,
     coverage_grid,
+    coverage_map,
     reachable_summary,
 )
 from vrvm.services.forecast import forecast_od
 from vrvm.services.places import place_from_zone
+from vrvm.services.support import THIN_TRIPS, minute_of_day, pair_support
 
 DEPARTURE = pd.Timestamp("2024-03-05 08:15", tz="UTC")
 
@@ -79,3 +83,40 @@ def test_coverage_exports(tiny_model, tiny_area, pair):
     assert feature["properties"]["zone"] == grid["zone"][0]
     assert math.isclose(feature["properties"]["p_within_8min"], grid["prob_within"][0])
     assert document["threshold_min"] == 8.0 and document["origin"]["lat"] == origin.lat
+
+
+def test_reach_map_fades_thin_zones(tiny_model, tiny_area, pair):
+    origin = pair[0]
+    grid = coverage_grid(tiny_model, tiny_area, origin, DEPARTURE, threshold_min=15)
+    row = tiny_area.zone_row(origin.zone)
+    for i in (0, row, len(grid) // 2):  # the map's counts are the pair counts
+        dest = place_from_zone(tiny_area, grid["zone"][i])
+        single = pair_support(tiny_area.support, row, i, minute_of_day(DEPARTURE, "UTC"))
+        assert grid["support_trips"][i] == single.n_near
+        assert grid["support_trips_at_time"][i] == single.n_near_at_time
+        assert grid["thin"][i] == single.thin and dest.zone == grid["zone"][i]
+    thin = grid["thin"].to_numpy()
+    assert thin.any() and not thin.all()
+    assert (grid.loc[thin, "support_trips"] < THIN_TRIPS).all()
+    plain, _ = coverage_colors(grid, "probability")
+    fill, tips, legend = coverage_map(grid, "probability", 15)
+    assert (fill[thin, 3] < plain[thin, 3]).all()  # faded: more transparent ...
+    np.testing.assert_array_equal(fill[~thin], plain[~thin])  # ... the others untouched
+    assert legend[-1] == (THIN_LEGEND, THIN_SWATCH)
+    first_thin, first_ok = np.flatnonzero(thin)[0], np.flatnonzero(~thin)[0]
+    n = grid["support_trips"][first_thin]
+    assert f"{n:,} training trips from near the origin" in tips[first_thin]
+    assert "Thin data" in tips[first_thin] and "Thin data" not in tips[first_ok]
+    summary = reachable_summary(grid, 0.9)
+    assert summary["n_thin"] == int(thin.sum()) and summary["thin_trips"] == THIN_TRIPS
+
+
+def test_reach_map_without_kept_trips_claims_no_support(tiny_model, tiny_area, pair):
+    from dataclasses import replace
+
+    bare = replace(tiny_area, support=None)
+    grid = coverage_grid(tiny_model, bare, pair[0], DEPARTURE, threshold_min=15)
+    assert "thin" not in grid.columns and "n_thin" not in reachable_summary(grid, 0.9)
+    _, tips, legend = coverage_map(grid, "median", 15)
+    assert all("training trips" not in tip for tip in tips)
+    assert THIN_LEGEND not in [label for label, _ in legend]

@@ -6,14 +6,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from vrvm.engine.mixture import MixtureDistribution
 from vrvm.services.forecast import (
+    answer_od,
     density_curve,
     forecast_od,
+    member_medians,
     observed_pair_trips,
     quantile_table,
     query_frame,
     time_of_day_profile,
 )
+from vrvm.services.places import place_from_zone
+from vrvm.services.support import origin_support, pair_support
 from vrvm.trips.home import load_training_trips
 from vrvm.trips.zones import latlng_to_zone
 
@@ -102,3 +107,46 @@ def test_observed_trips_of_a_zone_pair(tiny_home, tiny_model, tiny_area, pair):
     assert wide_rings == 1 and len(wide) >= len(observed)
     assert set(wide.columns) == {"hour", "minutes", "start_time", "weekend"}
     assert observed_pair_trips(None, origin, dest, 8)[0].empty
+
+
+def busiest_and_emptiest_pairs(area):
+    """The zone pair with the most support trips at any time, and one with none."""
+    support = area.support
+    origins = area.grid.sort_values("n_points", ascending=False).index[:5]
+    best = max(
+        ((o, int(np.argmax(origin_support(support, o, 0)["support_trips"]))) for o in origins),
+        key=lambda od: pair_support(support, od[0], od[1], 0).n_near,
+    )
+    o = int(origins[0])
+    empty = int(np.argmin(origin_support(support, o, 0)["support_trips"]))
+    place = lambda row: place_from_zone(area, area.grid["zone"][row])  # noqa: E731
+    return (place(best[0]), place(best[1])), (place(o), place(empty))
+
+
+def test_answer_says_how_much_data_stands_behind_it(tiny_home, tiny_model, tiny_area):
+    trips = load_training_trips(tiny_home, tiny_model)
+    busy, empty = busiest_and_emptiest_pairs(tiny_area)
+    kwargs = {"trips": trips, "resolution": tiny_area.resolution, "area": tiny_area}
+    answer = answer_od(tiny_model, *busy, DEPARTURE, 20, **kwargs)
+    assert answer.support is not None and not answer.support.thin
+    assert answer.support.n_near >= answer.support.n_near_at_time
+    assert "caution" not in answer.support.sentence()
+    lonely = answer_od(tiny_model, *empty, DEPARTURE, 20, **kwargs)
+    assert lonely.support.thin and lonely.support.n_near == 0
+    assert lonely.support.sentence().startswith("No training trip")
+    # without the area (or its trips) nothing is claimed
+    assert answer_od(tiny_model, *busy, DEPARTURE, 20, trips=None, resolution=8).support is None
+
+
+def test_member_medians_are_the_members_own(tiny_model, pair):
+    dist = tiny_model.predict_dist(query_frame(*pair, DEPARTURE))
+    medians = member_medians(dist)
+    assert medians.shape == (tiny_model.n_members,)
+    for m, median in enumerate(medians):  # each member alone, as a mixture of one
+        df = None if dist.df is None else dist.df[m : m + 1, :1]
+        alone = MixtureDistribution(
+            dist.loc[m : m + 1, :1], dist.scale[m : m + 1, :1], df, dist.transform
+        )
+        assert median == pytest.approx(alone.median()[0] / 60, rel=1e-9)
+    mixture = dist.median()[0] / 60
+    assert medians.min() <= mixture <= medians.max()

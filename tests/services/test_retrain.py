@@ -19,6 +19,7 @@ from vrvm.services.retrain import (
     parse_widths,
     publish_candidate,
     run_retrain,
+    suggest_model_name,
     train_candidates,
 )
 from vrvm.trips.home import load_training_trips, model_store, trip_store
@@ -59,7 +60,10 @@ def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_
     assert result.candidates[update] is not tiny_model
     assert calls[-1][:3] == ("full", 2, 2)
     assert set(result.metrics) == {full, update, "active (v1)"}
-    assert result.comparable
+    assert result.comparable and result.refused_update is None and not result.new_area
+    assert result.area_check.ok
+    # a retrain of the same city keeps the active model's name; so does the update
+    assert {m.name for m in result.candidates.values()} == {"Synthetica (synthetic)"}
     table = result.metrics_table()
     assert table.equals(metrics_table(result.metrics))
     assert list(table.columns) == [full, update, "active (v1)"]
@@ -73,6 +77,7 @@ def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_
     assert version == 2 and models.active_version() == 2
     info = models.versions()[-1].info
     assert info["kind"] == "train" and info["parent"] == 1 and info["n_trips"] == 600
+    assert info["name"] == "Synthetica (synthetic)" and info["new_area"] is False
     published = TravelTimeModel.load(models.active_path())
     assert published.metrics_["n"] == 200
     assert load_training_trips(home, published) is not None
@@ -188,3 +193,66 @@ def test_the_cli_and_the_retrain_page_hold_out_the_same_trips(tmp_path):
     )
     assert set(trip_ids(other.holdout)) != set(trip_ids(result.holdout))
     assert other.metrics[other.active_name]["crps_s"] != pytest.approx(cli_metrics["crps_s"])
+
+
+def _far_away(trips, dlat: float = 81.88, dlon: float = -57.63):
+    """The trips moved by (dlat, dlon) degrees: from the synthetic city to Chicago."""
+    out = trips.copy()
+    for column in ("origin_lat", "dest_lat"):
+        out[column] += dlat
+    for column in ("origin_lon", "dest_lon"):
+        out[column] += dlon
+    return out
+
+
+def test_an_update_with_another_citys_trips_is_refused(tmp_path, tiny_home, tiny_model):
+    """Chicago-like trips cannot update the synthetic city's model: the update is refused
+    with the numbers, and the full retrain is a new model of its own."""
+    home = tmp_path / "home"
+    shutil.copytree(tiny_home, home)
+    trip_store(home).add(
+        _far_away(synthetic_city(600, seed=21)), source="/tmp/chicago_trips.csv", synthetic=False
+    )
+    assert suggest_model_name(home, tiny_model) == "chicago trips"
+    result = train_candidates(home, SMALL, ["full", "update"], active=tiny_model, active_version=1)
+    update = "Update with new trips (fast)"
+    refused = result.refused_update
+    assert refused is not None and not refused.ok and refused.share_inside == 0.0
+    assert refused.distance_km > 8000 and refused.n_trips == 450
+    assert result.errors == {update: refused.reason}
+    assert refused.reason.startswith("Only 0% of the ends of the 450 trips")
+    assert list(result.candidates) == ["Full retrain"] and result.new_area
+    assert not result.comparable
+    new_model = result.candidates["Full retrain"]
+    assert new_model.name == "chicago trips"
+    assert tiny_model.n_updates_ == 0  # the active model is untouched
+    version = publish_candidate(home, result, "Full retrain")
+    info = model_store(home).versions()[-1].info
+    assert version == 2 and info["parent"] is None and info["new_area"] is True
+    assert info["name"] == "chicago trips"
+    assert versions_table(home)["model"].tolist() == ["chicago trips", "Synthetica (synthetic)"]
+
+
+def test_an_update_with_trips_of_the_same_area_is_accepted(tiny_model):
+    trips = synthetic_city(400, seed=6)
+    near = _far_away(trips, dlat=0.01, dlon=0.01)  # about 1 km away: the same city
+    result = run_retrain(near, SMALL, options=["update"], active=tiny_model, active_version=1)
+    assert result.errors == {} and result.refused_update is None
+    assert list(result.candidates) == ["Update with new trips (fast)"]
+
+
+def test_the_name_field_and_its_default(tmp_path, tiny_model):
+    home = tmp_path / "home"
+    assert suggest_model_name(home, tiny_model) == "Synthetica (synthetic)"  # empty store
+    assert suggest_model_name(home, None) == "unnamed model"
+    trip_store(home).add(synthetic_city(100, seed=3), source="week 2.csv")
+    assert suggest_model_name(home, tiny_model) == "Synthetica (synthetic)"  # same area
+    assert suggest_model_name(home, None) == "week 2 (synthetic)"
+    trip_store(home).add(synthetic_city(100, seed=4), source="synthetic demo trips")
+    assert suggest_model_name(home, None) == "Synthetica (synthetic)"
+    trips = synthetic_city(300, seed=4)
+    named = TrainingSettings(**{**SMALL.__dict__, "name": "  Synthetica, March  "})
+    result = run_retrain(trips, named, active=tiny_model, active_version=1)
+    assert result.candidates["Full retrain"].name == "Synthetica, March"
+    unnamed = run_retrain(trips, SMALL, active=None)
+    assert unnamed.candidates["Full retrain"].name is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 
@@ -238,7 +239,7 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == 2
+    assert manifest["format_version"] == FORMAT_VERSION == 3
     meta = manifest["metadata"]
     assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
     np.testing.assert_array_equal(loaded.noise_scale_coef_, model.noise_scale_coef_)
@@ -400,3 +401,26 @@ def test_distance_is_a_kernel_input_unless_turned_off(trips, queries, tmp_path):
     np.testing.assert_array_equal(loaded.predict(queries), off.predict(queries))
     with pytest.raises(ValueError, match="'distance_in_kernel' parameter"):
         TravelTimeModel(**{**FAST, "distance_in_kernel": "yes"}).fit(trips)
+
+
+def test_the_name_is_saved_and_models_without_one_load(model, queries, tmp_path):
+    """A model's name goes into its directory (format 3); one saved before names
+    (format 2, no ``name`` parameter) loads with ``name=None``."""
+    named = copy.deepcopy(model).set_params(name="Chicago taxi trips")
+    path = named.save(tmp_path / "named")
+    manifest = json.loads((path / "model.json").read_text())
+    assert manifest["metadata"]["params"]["name"] == "Chicago taxi trips"
+    assert TravelTimeModel.load(path).name == "Chicago taxi trips"
+    assert TravelTimeModel.load(model.save(tmp_path / "unnamed")).name is None
+    manifest["format_version"] = 2
+    del manifest["metadata"]["params"]["name"]
+    (path / "model.json").write_text(json.dumps(manifest))
+    old = TravelTimeModel.load(path)
+    assert old.name is None
+    assert _same_predictions(old.predict_dist(queries), model.predict_dist(queries))
+
+
+@pytest.mark.parametrize("bad", ["", "two\nlines", "x" * 101, 3])
+def test_a_bad_name_is_refused_at_fit(trips, bad):
+    with pytest.raises(ValueError, match="'name' parameter"):
+        TravelTimeModel(**FAST, name=bad).fit(trips.head(50))

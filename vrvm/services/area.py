@@ -1,14 +1,17 @@
 """The service area: the map's clickable zones, their labels and the initial map view.
 
-Zones are H3 cells covering the model's training extent (:func:`build_service_area`),
-numbered in reading order and named after boundary polygons when there are some
-(:mod:`vrvm.services.boundaries`). The initial view fits them into the map
-(:func:`view_for_bbox`, in deck.gl's Web-Mercator conventions).
+Zones are the H3 cells where the model's training trips start or end, sized for
+those trips (:func:`vrvm.trips.trip_zones.trip_zones`), numbered in reading order and
+named after boundary polygons when there are some (:mod:`vrvm.services.boundaries`).
+The initial view fits the densest cluster of trip ends into the map
+(:func:`view_for_bbox`, in deck.gl's Web-Mercator conventions), and the training
+trips are indexed by zone once (:class:`vrvm.services.support.TripSupport`) so that
+every answer can say how much data stands behind it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import h3
 import numpy as np
@@ -16,8 +19,10 @@ import pandas as pd
 
 from vrvm.services.boundaries import place_names
 from vrvm.services.models import is_synthetic
+from vrvm.services.support import TripSupport, build_trip_support
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.synthetic import synthetic_city_geojson
+from vrvm.trips.trip_zones import trip_zones
 from vrvm.trips.zones import choose_h3_resolution, zone_grid
 
 __all__ = [
@@ -92,17 +97,22 @@ class ServiceArea:
         One row per zone in display order: ``zone`` (H3 id), ``number`` (1, 2, ...
         from north-west to south-east), ``label`` (``"Zone 12 · Downtown"``), ``place``
         (boundary name or ""), ``lat``, ``lon`` (centre), ``boundary``
-        (``[[lon, lat], ...]``), ``n_points`` (training trip ends in the zone).
+        (``[[lon, lat], ...]``), ``n_points`` (training trip ends in the zone) and,
+        when built from trips, ``cluster`` (0 for the densest cluster of trip ends).
     resolution : int
         H3 resolution of the zones.
     bbox : tuple of float
         ``(lat_min, lon_min, lat_max, lon_max)`` of the zones.
     view : ViewState
-        Initial map view fitting the zones.
+        Initial map view: the densest cluster of trip ends (all zones without trips).
     boundaries : dict or None
         GeoJSON drawn under the zones (boundary polygons, river, ...).
     synthetic : bool
         Whether the area is the synthetic city.
+    support : TripSupport or None
+        The training trips indexed by zone (None when they were not kept).
+    median_trip_km : float or None
+        Median length of the training trips whose ends differ.
     """
 
     grid: pd.DataFrame
@@ -111,11 +121,18 @@ class ServiceArea:
     view: ViewState
     boundaries: dict | None = None
     synthetic: bool = False
+    support: TripSupport | None = field(default=None, repr=False)
+    median_trip_km: float | None = None
 
     @property
     def zone_index(self) -> dict[str, int]:
         """Zone id -> row position in ``grid``."""
         return {z: i for i, z in enumerate(self.grid["zone"])}
+
+    def zone_row(self, zone: str | None) -> int | None:
+        """Row of ``zone`` in ``grid``, or None when it is not one of the zones."""
+        matches = np.flatnonzero(self.grid["zone"].to_numpy() == zone)
+        return int(matches[0]) if matches.size else None
 
     @property
     def labels(self) -> list[str]:
@@ -123,16 +140,8 @@ class ServiceArea:
         return self.grid["label"].tolist()
 
 
-def _service_points(model: TravelTimeModel, trips: pd.DataFrame | None) -> tuple[np.ndarray, ...]:
-    """Trip ends describing the service area: the training trips, else what the model kept."""
-    if trips is not None and len(trips):
-        lat = np.concatenate(
-            [trips["origin_lat"].to_numpy(float), trips["dest_lat"].to_numpy(float)]
-        )
-        lon = np.concatenate(
-            [trips["origin_lon"].to_numpy(float), trips["dest_lon"].to_numpy(float)]
-        )
-        return lat, lon
+def _extent_points(model: TravelTimeModel) -> tuple[np.ndarray, np.ndarray]:
+    """Without the training trips: the relevance-vector trips and the training box."""
     rv = model.relevance_trips()
     lat = np.concatenate([rv["origin_lat"].to_numpy(float), rv["dest_lat"].to_numpy(float)])
     lon = np.concatenate([rv["origin_lon"].to_numpy(float), rv["dest_lon"].to_numpy(float)])
@@ -144,28 +153,56 @@ def _service_points(model: TravelTimeModel, trips: pd.DataFrame | None) -> tuple
     return lat, lon
 
 
+def _extent_grid(
+    model: TravelTimeModel, resolution: int | None, target_zones: int, max_zones: int
+) -> tuple[pd.DataFrame, int]:
+    """Zones filling the training extent, when where the trips went is unknown."""
+    lat, lon = _extent_points(model)
+    if resolution is not None:
+        return zone_grid(lat, lon, resolution=resolution, padding_rings=1), int(resolution)
+    # coarser while the filled area has too many zones (outlying trips, an airport)
+    resolution = choose_h3_resolution(lat, lon, target_zones=target_zones)
+    while True:
+        try:
+            grid = zone_grid(lat, lon, resolution=resolution, padding_rings=1)
+        except ValueError:  # far more cells than zone_grid allows
+            if resolution == 0:
+                raise
+            resolution -= 1
+            continue
+        if len(grid) <= max_zones or resolution == 0:
+            return grid, int(resolution)
+        resolution -= 1
+
+
 def build_service_area(
     model: TravelTimeModel,
     *,
     trips: pd.DataFrame | None = None,
     resolution: int | None = None,
     target_zones: int = 600,
-    max_zones: int = 2000,
+    max_zones: int = 2500,
     boundaries: dict | None = None,
 ) -> ServiceArea:
-    """Zones covering the model's training extent, labelled, with an initial view.
+    """Zones where the model's training trips go, labelled, with an initial view.
 
     Parameters
     ----------
     model : TravelTimeModel
         A fitted model.
     trips : pandas.DataFrame, optional
-        Its training trips (see :func:`load_training_trips`); without them the
-        extent is taken from the relevance-vector trips and the training bounding box.
+        Its training trips (see :func:`load_training_trips`). The zones are the cells
+        where they start or end, with a thin ring (:func:`~vrvm.trips.trip_zones.trip_zones`),
+        the view opens on their densest cluster, and they are indexed by zone for the
+        support counts. Without them (a model whose trips were not kept) the zones fill
+        the convex hull of the relevance-vector trips and the training bounding box,
+        and no support is counted.
     resolution : int, optional
-        H3 resolution of the map zones; default: the one giving about
-        ``target_zones`` zones, made coarser while the filled area would exceed
-        ``max_zones``.
+        H3 resolution of the map zones; default: chosen from the trips (a typical trip
+        spans several zones), or, without trips, the one giving about ``target_zones``
+        zones over the extent.
+    max_zones : int, default=2500
+        At most this many zones (coarser zones otherwise).
     boundaries : dict, optional
         GeoJSON FeatureCollection whose polygons name the zones (e.g. community
         areas) and which is drawn under them. Default: the synthetic city's layers
@@ -175,26 +212,23 @@ def build_service_area(
     -------
     ServiceArea
     """
-    lat, lon = _service_points(model, trips)
     synthetic = is_synthetic(model)
     if boundaries is None and synthetic:
         boundaries = synthetic_city_geojson()
-    if resolution is None:
-        # coarser while the filled area has too many zones (outlying trips, an airport)
-        resolution = choose_h3_resolution(lat, lon, target_zones=target_zones)
-        while True:
-            try:
-                grid = zone_grid(lat, lon, resolution=resolution, padding_rings=1)
-            except ValueError:  # far more cells than zone_grid allows
-                if resolution == 0:
-                    raise
-                resolution -= 1
-                continue
-            if len(grid) <= max_zones or resolution == 0:
-                break
-            resolution -= 1
+    focus, median_km = None, None
+    if trips is not None and len(trips):
+        zones = trip_zones(
+            trips["origin_lat"],
+            trips["origin_lon"],
+            trips["dest_lat"],
+            trips["dest_lon"],
+            resolution=resolution,
+            max_zones=max_zones,
+        )
+        grid, resolution = zones.grid, zones.resolution
+        focus, median_km = zones.focus_bbox, zones.median_trip_km
     else:
-        grid = zone_grid(lat, lon, resolution=resolution, padding_rings=1)
+        grid, resolution = _extent_grid(model, resolution, target_zones, max_zones)
     # Reading order: north to south in rows of about one zone height, west to east.
     row_height = np.sqrt(h3.average_hexagon_area(resolution, unit="km^2")) / 111.195
     row = np.floor((grid["lat"].max() - grid["lat"]) / row_height).astype(int)
@@ -221,13 +255,18 @@ def build_service_area(
         float(ring_lat.max()),
         float(ring_lon.max()),
     )
+    support = None
+    if trips is not None and len(trips):
+        support = build_trip_support(grid["zone"], resolution, trips, model.tz_)
     return ServiceArea(
         grid=grid,
         resolution=int(resolution),
         bbox=bbox,
-        view=view_for_bbox(*bbox),
+        view=view_for_bbox(*(focus or bbox)),
         boundaries=boundaries,
         synthetic=synthetic,
+        support=support,
+        median_trip_km=median_km,
     )
 
 

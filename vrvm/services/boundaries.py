@@ -1,85 +1,90 @@
-"""Boundary files: GeoJSON polygons that name the map's zones and are drawn under them.
+"""Boundary files: GeoJSON polygons that name the map's zones, drawn under them, kept in the home.
 
-A planner uploads the areas they know (community areas, taxi zones, districts);
-:func:`parse_geojson` validates the upload, :func:`place_names` names each zone after
-the smallest polygon holding its centre (with shapely), and :func:`boundary_layers`
-splits the file into what a map draws: areas, lines and points.
+A planner uploads the areas they know (community areas, taxi zones, districts):
+:func:`save_boundaries` checks the upload (as a zone file, :class:`vrvm.trips.zone_files.ZoneFile`,
+with its roads and landmarks allowed beside the polygons), keeps it in the data home
+(``$VRVM_HOME/zones``) and shows it on the map, where it stays across restarts until
+:func:`remove_boundaries`. :func:`place_names` names each map zone after the smallest
+polygon holding its centre (an ``STRtree`` query), and :func:`boundary_layers` splits a
+file into what a map draws: areas, lines and points.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import shapely
-from shapely.geometry import shape
 
 from vrvm.trips.geo import haversine_km
-
-__all__ = ["boundary_layers", "feature_name", "parse_geojson", "place_names"]
-
-
-_NAME_KEYS = (
-    "name",
-    "NAME",
-    "Name",
-    "community",
-    "COMMUNITY",
-    "label",
-    "title",
-    "neighborhood",
-    "neighbourhood",
-    "district",
-    "area_name",
-    "zone",
+from vrvm.trips.home import (
+    ZoneFileEntry,
+    add_zone_file,
+    list_zone_files,
+    map_zone_file,
+    remove_zone_file,
+    set_map_zone_file,
+    zone_file_entry,
+    zone_file_path,
 )
+from vrvm.trips.zone_files import ZoneFile, ZoneFileError, ZoneFileLimits, feature_name
+
+__all__ = [
+    "boundary_file_name",
+    "boundary_layers",
+    "boundary_zones",
+    "describe_boundaries",
+    "feature_name",
+    "load_boundaries",
+    "parse_geojson",
+    "place_names",
+    "remove_boundaries",
+    "save_boundaries",
+    "saved_boundaries",
+    "show_boundaries",
+    "shown_boundaries",
+]
+
+MAX_BOUNDARY_BYTES = 50 * 1024 * 1024
 
 
-def feature_name(properties: Mapping[str, Any] | None) -> str:
-    """Display name of a GeoJSON feature from its usual name properties.
+def boundary_zones(boundaries: Mapping[str, Any] | ZoneFile | None) -> ZoneFile | None:
+    """The polygons of a boundary file as zones; None when it has none.
 
-    Examples
-    --------
-    >>> feature_name({"community": "DOUGLAS", "area_numbe": 35})
-    'Douglas'
-    >>> feature_name({"name": "Downtown Synthetica (synthetic)"})
-    'Downtown Synthetica (synthetic)'
-    >>> feature_name({"id": 3})
-    ''
+    Point and line features (an airport, roads) are skipped; zones without a distinct
+    id property are numbered in file order.
+
+    Raises
+    ------
+    ZoneFileError
+        A polygon that cannot be read (see :meth:`ZoneFile.from_geojson`).
     """
-    properties = properties or {}
-    for key in _NAME_KEYS:
-        value = properties.get(key)
-        if isinstance(value, str) and value.strip():
-            name = value.strip()
-            return name.title() if name.isupper() else name
-    for value in properties.values():
-        if isinstance(value, str) and value.strip() and not value.strip().isdigit():
-            name = value.strip()
-            return name.title() if name.isupper() else name
-    return ""
-
-
-def _polygon(geometry: Mapping[str, Any]):
-    """The (valid, prepared) shapely polygon of a GeoJSON geometry, or None."""
-    try:
-        polygon = shape(geometry)
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError):
-        return None  # malformed coordinates: the feature names nothing
-    if polygon.is_empty:
+    if boundaries is None or isinstance(boundaries, ZoneFile):
+        return boundaries
+    features = boundaries.get("features") or []
+    polygons = [
+        f
+        for f in features
+        if isinstance(f, Mapping)
+        and ((f.get("geometry") or {}).get("type") in ("Polygon", "MultiPolygon"))
+    ]
+    if not polygons:
         return None
-    if not polygon.is_valid:
-        polygon = shapely.make_valid(polygon)
-    shapely.prepare(polygon)
-    return polygon
+    return ZoneFile.from_geojson(
+        {"type": "FeatureCollection", "features": polygons},
+        ids_from_order=True,
+        label="boundary file",
+    )
 
 
 def place_names(
     lat: np.ndarray,
     lon: np.ndarray,
-    boundaries: Mapping[str, Any] | None,
+    boundaries: Mapping[str, Any] | ZoneFile | None,
     *,
     broad_share: float = 0.6,
     point_radius_km: float = 1.5,
@@ -87,8 +92,8 @@ def place_names(
     """Name each point after the smallest boundary polygon containing it.
 
     Polygons that contain more than ``broad_share`` of the points (city limits) say
-    nothing and are skipped; points in no polygon take the name of a point feature
-    (an airport) within ``point_radius_km``, else "".
+    nothing and are skipped, and so are polygons without a name; points in no polygon
+    take the name of a point feature (an airport) within ``point_radius_km``, else "".
 
     Examples
     --------
@@ -103,34 +108,32 @@ def place_names(
     lat = np.asarray(lat, dtype=float)
     lon = np.asarray(lon, dtype=float)
     names = np.full(lat.shape, "", dtype=object)
-    if not boundaries:
+    if not boundaries or not len(lat):
         return names.tolist()
-    best_area = np.full(lat.shape, np.inf)
-    for feature in boundaries.get("features") or []:
+    zones = boundary_zones(boundaries)
+    if zones is not None:
+        zone_names = np.array([feature_name(p) for p in zones.properties], dtype=object)
+        _, zone_index = zones.covering(lat, lon)
+        share = np.bincount(zone_index, minlength=len(zones)) / lat.size
+        where = zones.zone_index(lat, lon, ignore=(zone_names == "") | (share > broad_share))
+        names[where >= 0] = zone_names[where[where >= 0]]
+    in_polygon = names != ""
+    features = [] if isinstance(boundaries, ZoneFile) else boundaries.get("features") or []
+    for feature in features:
         geometry = (feature or {}).get("geometry") or {}
         name = feature_name(feature.get("properties"))
-        if not name:
-            continue
-        if geometry.get("type") in ("Polygon", "MultiPolygon"):
-            polygon = _polygon(geometry)
-            if polygon is None:
-                continue
-            inside = shapely.contains_xy(polygon, lon, lat)
-            if inside.mean() > broad_share:
-                continue
-            better = inside & (polygon.area < best_area)
-            names[better] = name
-            best_area[better] = polygon.area
-        elif geometry.get("type") == "Point":
+        if name and geometry.get("type") == "Point":
             p_lon, p_lat = geometry["coordinates"][:2]
-            km = haversine_km(lat, lon, p_lat, p_lon)
-            near = (km <= point_radius_km) & ~np.isfinite(best_area)
+            near = (haversine_km(lat, lon, p_lat, p_lon) <= point_radius_km) & ~in_polygon
             names[near] = name
     return names.tolist()
 
 
-def parse_geojson(data: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> dict:
+def parse_geojson(data: bytes, *, max_bytes: int = MAX_BOUNDARY_BYTES) -> dict:
     """Validate an uploaded boundary file: JSON text holding a GeoJSON FeatureCollection.
+
+    A single Feature is wrapped in a collection; NaN and Infinity are refused. The
+    polygons are checked when the file is kept (:func:`save_boundaries`).
 
     Raises
     ------
@@ -140,8 +143,8 @@ def parse_geojson(data: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> dict:
     if len(data) > max_bytes:
         raise ValueError(f"the boundary file is larger than {max_bytes // 2**20} MB")
     try:
-        document = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        document = json.loads(data.decode("utf-8-sig"), parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ValueError(f"the boundary file is not JSON text ({exc})") from None
     if isinstance(document, dict) and document.get("type") == "Feature":
         document = {"type": "FeatureCollection", "features": [document]}
@@ -151,6 +154,10 @@ def parse_geojson(data: bytes, *, max_bytes: int = 50 * 1024 * 1024) -> dict:
     if not isinstance(features, list) or not features:
         raise ValueError("the GeoJSON FeatureCollection has no features")
     return document
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def boundary_layers(boundaries: Mapping[str, Any] | None) -> dict[str, dict]:
@@ -165,3 +172,120 @@ def boundary_layers(boundaries: Mapping[str, Any] | None) -> dict[str, dict]:
         elif kind in ("Point", "MultiPoint"):
             groups["points"].append(feature)
     return {k: {"type": "FeatureCollection", "features": v} for k, v in groups.items() if v}
+
+
+# ------------------------------------------------------------- kept in the data home
+
+
+def boundary_file_name(file_name: str) -> str:
+    """The name an uploaded file is kept under in the home: its stem, made safe.
+
+    Examples
+    --------
+    >>> boundary_file_name("Boundaries - Community Areas (current).geojson")
+    'Boundaries-Community-Areas-current'
+    >>> boundary_file_name("../../etc/passwd")
+    'passwd'
+    >>> boundary_file_name(".geojson")
+    'boundaries'
+    """
+    stem = Path(str(file_name).replace("\\", "/")).name
+    stem = re.sub(r"\.(geo)?json$", "", stem, flags=re.IGNORECASE)
+    safe = re.sub(r"[^A-Za-z0-9_.]+", "-", stem.replace("-", " ")).strip("-._")
+    safe = re.sub(r"\.{2,}", ".", safe)[:64].strip("-._")
+    return safe or "boundaries"
+
+
+def save_boundaries(
+    home: str | os.PathLike[str],
+    data: bytes,
+    file_name: str,
+    *,
+    max_bytes: int = MAX_BOUNDARY_BYTES,
+) -> ZoneFileEntry:
+    """Check an uploaded boundary file, keep it in ``home`` and show it on the map.
+
+    Kept under :func:`boundary_file_name` of ``file_name`` (replacing a file of that
+    name), so it is still there after a restart.
+
+    Raises
+    ------
+    ZoneFileError
+        A ValueError with a message for the user naming the file, and the feature
+        when one is to blame (too large, not JSON, not GeoJSON, no polygons, a
+        polygon that cannot be read); nothing is kept then.
+    """
+    name = boundary_file_name(file_name)
+    entry, _ = add_zone_file(
+        home,
+        name,
+        data,
+        file_name=file_name,
+        non_polygons="skip",
+        ids_from_order=True,
+        limits=ZoneFileLimits(max_bytes=max_bytes),
+    )
+    set_map_zone_file(home, name)
+    return entry
+
+
+def saved_boundaries(home: str | os.PathLike[str]) -> list[ZoneFileEntry]:
+    """Every zone file kept in ``home`` (each can be drawn on the map), oldest first."""
+    return list_zone_files(home)
+
+
+def shown_boundaries(home: str | os.PathLike[str]) -> ZoneFileEntry | None:
+    """The kept zone file shown on the map, if any."""
+    name = map_zone_file(home)
+    return zone_file_entry(home, name) if name else None
+
+
+def show_boundaries(home: str | os.PathLike[str], name: str | None) -> None:
+    """Show the kept zone file ``name`` on the map (None: no boundaries)."""
+    set_map_zone_file(home, name)
+
+
+def remove_boundaries(home: str | os.PathLike[str], name: str) -> bool:
+    """Delete the kept zone file ``name`` from the home (and from the map)."""
+    return remove_zone_file(home, name)
+
+
+def load_boundaries(home: str | os.PathLike[str], name: str) -> dict:
+    """The GeoJSON document of the kept zone file ``name``, for the map and place names.
+
+    Raises
+    ------
+    KeyError
+        No zone file of that name.
+    ValueError
+        The kept file no longer reads.
+    """
+    entry = zone_file_entry(home, name)
+    if entry is None:
+        raise KeyError(f"no zone file named {name!r}")
+    try:
+        data = zone_file_path(home, name).read_bytes()
+    except OSError as exc:
+        raise ZoneFileError(entry.file_name, f"the kept file cannot be read ({exc})") from None
+    return parse_geojson(data, max_bytes=max(len(data), MAX_BOUNDARY_BYTES))
+
+
+def describe_boundaries(entry: ZoneFileEntry) -> str:
+    """One line about a kept zone file, for a caption.
+
+    Examples
+    --------
+    >>> entry = ZoneFileEntry(
+    ...     name="taxi", file_name="taxi_zones.geojson", file="taxi.0123abcd.geojson",
+    ...     id_property="LocationID", name_property="zone", non_polygons="error",
+    ...     fingerprint="ab" * 32, n_zones=263, added_at="2024-05-01T12:00:00+00:00")
+    >>> describe_boundaries(entry)
+    'taxi_zones.geojson: 263 zones, ids LocationID, names zone (added 2024-05-01)'
+    """
+    ids = f"ids {entry.id_property}" if entry.id_property else "numbered in file order"
+    names = f", names {entry.name_property}" if entry.name_property else ""
+    plural = "s" * (entry.n_zones != 1)
+    return (
+        f"{entry.file_name}: {entry.n_zones} zone{plural}, {ids}{names} "
+        f"(added {entry.added_at[:10]})"
+    )

@@ -3,6 +3,8 @@
 Origin and destination take the Okabe-Ito blue and vermilion, distinguishable with the
 common colour-vision deficiencies; sequential palettes colour maps by time, probability,
 weight or width. Every colour is RGB here; :func:`rgba` and :func:`hex_colour` convert.
+Zones whose answer rests on thin data are :func:`faded` (paler and see-through), with
+:data:`THIN_SWATCH` as their legend swatch.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ __all__ = [
     "ORIGIN_RGB",
     "PROBABILITY_EDGES",
     "PROBABILITY_PALETTE",
+    "THIN_SWATCH",
     "TIME_PALETTE",
     "WEIGHT_PALETTE",
     "WIDTH_PALETTE",
     "binned_colors",
+    "faded",
     "hex_colour",
     "legend_entries",
     "nice_edges",
@@ -47,6 +51,11 @@ PROBABILITY_PALETTE = [  # sequential greens: the zones reached with >= 90 % sta
 PROBABILITY_EDGES = (0.0, 0.5, 0.8, 0.9, 0.95, 1.0)
 WEIGHT_PALETTE = [(254, 224, 139), (253, 174, 97), (244, 109, 67), (215, 48, 39), (165, 0, 38)]
 WIDTH_PALETTE = [(199, 233, 192), (116, 196, 118), (49, 163, 84), (0, 109, 44), (0, 68, 27)]
+FADE_TOWARDS = (235, 235, 235)
+FADE_SHARE = 0.6
+FADE_ALPHA = 90
+THIN_SWATCH = "repeating-linear-gradient(135deg, #d0d0d0 0 2px, #f4f4f4 2px 5px)"
+"""CSS background of the legend swatch of faded (thin-data) zones: pale, hatched."""
 
 
 def rgba(rgb: tuple[int, int, int], alpha: int) -> list[int]:
@@ -114,6 +123,26 @@ def binned_colors(
     rgba = np.column_stack([colours, np.full(values.size, alpha)])
     rgba[~np.isfinite(values)] = (160, 160, 160, 90)
     return rgba
+
+
+def faded(fill: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """RGBA fills with the ``mask`` rows paler and more transparent (thin data).
+
+    Each masked colour moves ``FADE_SHARE`` of the way towards light grey and its
+    alpha drops to ``FADE_ALPHA``, so the colour's bin stays recognisable.
+
+    Examples
+    --------
+    >>> faded(np.array([[0, 100, 200, 180], [0, 100, 200, 180]]), np.array([False, True]))
+    array([[  0, 100, 200, 180],
+           [141, 181, 221,  90]])
+    """
+    out = np.array(fill, dtype=np.int64, copy=True)
+    mask = np.asarray(mask, dtype=bool)
+    rgb = out[mask, :3].astype(float)
+    out[mask, :3] = np.round(rgb + FADE_SHARE * (np.asarray(FADE_TOWARDS) - rgb)).astype(np.int64)
+    out[mask, 3] = np.minimum(out[mask, 3], FADE_ALPHA)
+    return out
 
 
 def legend_entries(

@@ -2,7 +2,9 @@
 
 A probability-of-coverage map (Westgate et al. 2013): from one origin at one departure
 time, :func:`coverage_grid` gives each zone's median travel time, 80 % interval and
-P(T <= threshold); :func:`coverage_map` colours the zones and writes their tooltips,
+P(T <= threshold), with the training trips behind each answer (from near the origin to
+near the zone, :func:`vrvm.services.support.origin_support`); :func:`coverage_map`
+colours the zones, fades those with thin support and writes their tooltips;
 :func:`coverage_csv` and :func:`coverage_geojson` export the table.
 
 References
@@ -24,18 +26,22 @@ from vrvm.services.area import ServiceArea
 from vrvm.services.colours import (
     PROBABILITY_EDGES,
     PROBABILITY_PALETTE,
+    THIN_SWATCH,
     TIME_PALETTE,
     binned_colors,
+    faded,
     legend_entries,
     nice_edges,
 )
 from vrvm.services.forecast import query_frame
 from vrvm.services.places import Place
+from vrvm.services.support import THIN_TRIPS, WINDOW_MIN, minute_of_day, origin_support
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.zones import zones_geojson
 
 __all__ = [
     "COVERAGE_METRICS",
+    "THIN_LEGEND",
     "coverage_colors",
     "coverage_csv",
     "coverage_geojson",
@@ -58,7 +64,11 @@ def coverage_grid(
 
     Returns the area's grid (``zone``, ``number``, ``label``, ``lat``, ``lon``,
     ``boundary``) with ``median_min``, ``lower80_min``, ``upper80_min`` and
-    ``prob_within`` (probability of arriving within ``threshold_min``).
+    ``prob_within`` (probability of arriving within ``threshold_min``). When the
+    area indexes its training trips, also ``support_trips`` (training trips from the
+    origin's zone or a neighbour to the zone or a neighbour), ``support_trips_at_time``
+    (those within an hour of the departure's time of day) and ``thin`` (fewer than
+    :data:`~vrvm.services.support.THIN_TRIPS` support trips).
     """
     grid = area.grid
     dist = model.predict_dist(query_frame(origin, grid, departure))
@@ -68,18 +78,32 @@ def coverage_grid(
     out["lower80_min"] = quantiles[0]
     out["upper80_min"] = quantiles[2]
     out["prob_within"] = dist.prob_within(60.0 * float(threshold_min))
+    row = area.zone_row(origin.zone)
+    if area.support is not None and area.support.n_zones == len(grid) and row is not None:
+        counts = origin_support(area.support, row, minute_of_day(departure, model.tz_))
+        out["support_trips"] = counts["support_trips"].to_numpy()
+        out["support_trips_at_time"] = counts["support_trips_at_time"].to_numpy()
+        out["thin"] = out["support_trips"].to_numpy() < THIN_TRIPS
     return out
 
 
 def reachable_summary(grid: pd.DataFrame, confidence: float) -> dict[str, Any]:
-    """How many zones are reached within the threshold with at least ``confidence``."""
+    """How many zones are reached within the threshold with at least ``confidence``.
+
+    With support counts in ``grid``, also ``n_thin``: how many zones have thin support
+    (fewer than ``thin_trips`` training trips from near the origin).
+    """
     reached = grid["prob_within"].to_numpy() >= confidence
-    return {
+    summary = {
         "n_zones": len(grid),
         "n_reached": int(reached.sum()),
         "share": float(reached.mean()) if len(grid) else 0.0,
         "confidence": float(confidence),
     }
+    if "thin" in grid.columns:
+        summary["n_thin"] = int(grid["thin"].sum())
+        summary["thin_trips"] = THIN_TRIPS
+    return summary
 
 
 def coverage_colors(
@@ -137,10 +161,17 @@ def coverage_geojson(
     return json.dumps(document, allow_nan=False).encode("utf-8")
 
 
+THIN_LEGEND = f"Faded: thin data (fewer than {THIN_TRIPS} training trips from near the origin)"
+
+
 def coverage_map(
     grid: pd.DataFrame, metric: str, threshold_min: float
 ) -> tuple[np.ndarray, list[str], list[tuple[str, str]]]:
-    """Fill colours, tooltips (HTML, numbers only) and the legend of a coverage map."""
+    """Fill colours, tooltips (HTML, numbers only) and the legend of a coverage map.
+
+    Zones with thin support (``grid["thin"]``, see :func:`coverage_grid`) are faded
+    towards grey, say so in their tooltip with the trip counts, and get a legend entry.
+    """
     fill, legend = coverage_colors(grid, metric)
     tips = [
         f"median {m:.1f} min (80 %: {lo:.0f}-{hi:.0f})"
@@ -153,4 +184,18 @@ def coverage_map(
             strict=True,
         )
     ]
+    if "thin" in grid.columns:
+        thin = grid["thin"].to_numpy(bool)
+        fill = faded(fill, thin)
+        hours = f"±{WINDOW_MIN / 60:g} h"
+        tips = [
+            tip
+            + f"<br/>{n:,} training trips from near the origin to near here ({k:,} at {hours})"
+            + ("<br/><b>Thin data: treat with caution</b>" if is_thin else "")
+            for tip, n, k, is_thin in zip(
+                tips, grid["support_trips"], grid["support_trips_at_time"], thin, strict=True
+            )
+        ]
+        if thin.any():
+            legend = [*legend, (THIN_LEGEND, THIN_SWATCH)]
     return fill, tips, legend

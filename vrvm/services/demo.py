@@ -1,8 +1,9 @@
 """The built-in demo: Synthetica, the synthetic city, and the model trained on it.
 
 On first start (an empty model store) :func:`ensure_demo_model` generates the synthetic
-city, trains the default model, scores it on an independent synthetic sample and
-publishes it, once even when several processes start together. :func:`demo_trips` gives
+city, trains the default model (named "Synthetica (synthetic)"), scores it on an
+independent synthetic sample and publishes it, once even when several processes start
+together. :func:`demo_trips` gives
 analysts synthetic trips to try the retrain flow, and :func:`demo_predictions` the
 example answers ``vrvm demo`` prints. Everything here is labelled synthetic.
 """
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vrvm.services.models import compact_metrics
+from vrvm.services.models import SYNTHETIC_MODEL_NAME, compact_metrics
 from vrvm.services.retrain import parse_widths
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.home import first_start_lock, model_store, save_training_trips
@@ -138,11 +139,13 @@ def ensure_demo_model(
         trips = synthetic_city(settings.n_trips, seed=settings.seed)
         holdout = synthetic_city(max(500, settings.n_trips // 10), seed=settings.seed + 1)
         say(f"Training {settings.n_members} ensemble members")
-        model = TravelTimeModel(**settings.model_params()).fit(trips, progress=progress)
+        model = TravelTimeModel(**settings.model_params(), name=SYNTHETIC_MODEL_NAME)
+        model.fit(trips, progress=progress)
         say("Scoring on independent synthetic trips and saving")
         metrics = model.evaluate(holdout)
         save_training_trips(home, trips)
         info = {
+            "name": SYNTHETIC_MODEL_NAME,
             "kind": "demo",
             "data": trips.attrs["source"],
             "synthetic": True,

@@ -17,6 +17,7 @@ import pandas as pd
 
 from vrvm.engine.metrics import evaluate_distribution
 from vrvm.engine.mixture import MixtureDistribution
+from vrvm.services.units import METRICS, metric_label, metric_value
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.table import check_trips, travel_times
 
@@ -29,7 +30,6 @@ __all__ = [
     "pit_frame",
     "predicted_vs_observed",
     "score_model",
-    "share_inside_bbox",
 ]
 
 CALIBRATION_LEVELS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
@@ -139,50 +139,43 @@ def compare_models(
     return {name: score_model(model, holdout) for name, model in models.items()}
 
 
-def _score_rows(metrics: Mapping[str, Any]) -> dict[str, float | None]:
-    def minutes(value):
-        return None if value is None else value / 60.0
-
+def _score_rows(metrics: Mapping[str, Any], units: str) -> dict[str, float | None]:
     median = metrics.get("median") or {}
     rows: dict[str, float | None] = {
-        "trips scored": metrics.get("n"),
-        "CRPS (min)": minutes(metrics.get("crps_s")),
-        "MAE of median (min)": minutes(median.get("mae_s")),
-        "RMSE of median (min)": minutes(median.get("rmse_s")),
-        "MAPE of median (%)": median.get("mape_pct"),
-        "NLL (nats)": metrics.get("nll"),
+        metric_label("n"): metrics.get("n"),
+        metric_label("crps_s", units): metric_value("crps_s", metrics.get("crps_s"), units),
     }
+    for name in ("mae_s", "rmse_s", "mape_pct"):
+        label = metric_label(name, units, label=f"{METRICS[name][0]} of median")
+        rows[label] = metric_value(name, median.get(name), units)
+    rows[metric_label("nll")] = metrics.get("nll")
     for entry in metrics.get("intervals") or []:
-        pct = f"{100 * entry['level']:g}"
-        coverage = entry.get("coverage")
-        rows[f"{pct} % interval coverage (%)"] = None if coverage is None else 100 * coverage
-        rows[f"{pct} % interval width (min)"] = minutes(entry.get("mean_width_s"))
+        pct = f"{100 * entry['level']:g} %"
+        coverage = metric_label("coverage", label=f"{pct} interval coverage")
+        rows[coverage] = metric_value("coverage", entry.get("coverage"))
+        width = metric_label("mean_width_s", units, label=f"{pct} interval width")
+        rows[width] = metric_value("mean_width_s", entry.get("mean_width_s"), units)
     return rows
 
 
-def metrics_table(metrics_by_model: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """Hold-out scores side by side (rows: scores, columns: models), times in minutes.
+def metrics_table(
+    metrics_by_model: Mapping[str, Mapping[str, Any]], units: str = "min"
+) -> pd.DataFrame:
+    """Hold-out scores side by side (rows: scores, columns: models), each row's unit in
+    its name (:mod:`vrvm.services.units`): times in ``units``, NLL in nats, coverage in %.
 
     Lower is better for errors, CRPS and NLL; coverage should be near its level.
+
+    Examples
+    --------
+    >>> scores = {"n": 10, "crps_s": 120.0, "nll": 6.5, "median": {"mae_s": 90.0},
+    ...           "intervals": [{"level": 0.9, "coverage": 0.8, "mean_width_s": 600.0}]}
+    >>> metrics_table({"model": scores})["model"].dropna().to_dict()
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'trips scored': 10.0, 'CRPS (min)': 2.0, 'MAE of median (min)': 1.5, 'NLL (nats)': 6.5,
+     '90 % interval coverage (%)': 80.0, '90 % interval width (min)': 10.0}
     """
-    columns = {name: _score_rows(metrics) for name, metrics in metrics_by_model.items()}
+    columns = {name: _score_rows(metrics, units) for name, metrics in metrics_by_model.items()}
     frame = pd.DataFrame(columns, dtype=float)
     frame.index.name = "score"
     return frame
-
-
-def share_inside_bbox(model: TravelTimeModel, trips: pd.DataFrame) -> float:
-    """Share of trips whose both ends lie in the model's training bounding box.
-
-    Below about one half, the model was trained on another area and its scores on
-    these trips are not comparable.
-    """
-    bbox = model.training_summary_.get("bbox")
-    if not bbox or len(trips) == 0:
-        return 0.0
-    lat_lo, lon_lo, lat_hi, lon_hi = bbox
-    inside = np.ones(len(trips), dtype=bool)
-    for lat_c, lon_c in (("origin_lat", "origin_lon"), ("dest_lat", "dest_lon")):
-        lat, lon = trips[lat_c].to_numpy(float), trips[lon_c].to_numpy(float)
-        inside &= (lat >= lat_lo) & (lat <= lat_hi) & (lon >= lon_lo) & (lon <= lon_hi)
-    return float(inside.mean())

@@ -3,7 +3,9 @@
 :func:`answer_od` is what the Predict page shows for an origin, a destination and a
 departure time, computed in one call: the predictive summary (:class:`ODForecast`), the
 exact mixture density with its members, the quantiles, the time-of-day profile (fan
-chart) and the observed training trips between the two zones. Times are in minutes.
+chart), the observed training trips between the two zones, and how much data stands
+behind the answer (:mod:`vrvm.services.support`: the training trips near the origin and
+the destination, and how far the ensemble's members disagree). Times are in minutes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import numpy as np
 import pandas as pd
 
 from vrvm.engine.mixture import MixtureDistribution
+from vrvm.services.area import ServiceArea
 from vrvm.services.places import Place
+from vrvm.services.support import PairSupport, minute_of_day, pair_support
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.zones import latlng_to_zone
 
@@ -31,7 +35,9 @@ __all__ = [
     "density_curve",
     "forecast_od",
     "interval_table",
+    "member_medians",
     "observed_pair_trips",
+    "od_support",
     "quantile_table",
     "query_frame",
     "time_of_day_profile",
@@ -288,6 +294,37 @@ def observed_pair_trips(
     return frame.reset_index(drop=True), rings
 
 
+def member_medians(dist: MixtureDistribution) -> np.ndarray:
+    """Each ensemble member's median travel time for the first query, in minutes.
+
+    Each member is a Bayesian model fitted on its own shard of the trips; where data
+    is thin their fits differ, so the spread of their medians is a cheap measure of
+    the model's own (epistemic) uncertainty, beside the trip-to-trip spread of the
+    predictive interval. Members are symmetric on the model scale, so a member's
+    median is its location (exponentiated for log-seconds).
+    """
+    loc = dist.loc[:, 0]
+    seconds = np.exp(loc) if dist.transform == "log" else loc
+    return seconds / 60.0
+
+
+def od_support(
+    area: ServiceArea, origin: Place, dest: Place, departure, tz: str
+) -> PairSupport | None:
+    """Training trips behind the answer from ``origin`` to ``dest`` (None if not kept).
+
+    See :func:`vrvm.services.support.pair_support`: trips from the origin's zone or a
+    neighbouring one to the destination's zone or a neighbouring one, and those of
+    them within an hour of the departure's time of day.
+    """
+    if area.support is None or area.support.n_zones != len(area.grid):
+        return None
+    o_row, d_row = area.zone_row(origin.zone), area.zone_row(dest.zone)
+    if o_row is None or d_row is None:
+        return None
+    return pair_support(area.support, o_row, d_row, minute_of_day(departure, tz))
+
+
 ANSWER_QUANTILES: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 
@@ -309,6 +346,11 @@ class ODAnswer:
         Observed training trips between the two zones (:func:`observed_pair_trips`).
     observed_rings : int
         How many rings around the two zones the observed trips were gathered from.
+    support : PairSupport or None
+        Training trips near the origin and the destination (:func:`od_support`), or
+        None when the training trips were not kept.
+    member_medians_min : numpy.ndarray
+        Each ensemble member's median (:func:`member_medians`).
     """
 
     forecast: ODForecast
@@ -317,6 +359,18 @@ class ODAnswer:
     profile: pd.DataFrame
     observed: pd.DataFrame
     observed_rings: int
+    support: PairSupport | None = None
+    member_medians_min: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+
+    def spread_sentence(self) -> str:
+        """How far the ensemble's members disagree, in plain words ("" for one member)."""
+        medians = self.member_medians_min
+        if medians.size < 2:
+            return ""
+        return (
+            f"The {medians.size} ensemble members' medians range from {medians.min():.1f} to "
+            f"{medians.max():.1f} min: the wider this range, the less sure the model itself is."
+        )
 
 
 def answer_od(
@@ -328,15 +382,21 @@ def answer_od(
     *,
     trips: pd.DataFrame | None,
     resolution: int,
+    area: ServiceArea | None = None,
 ) -> ODAnswer:
     """The whole answer for one origin, destination and departure time, in one call.
 
     ``trips`` are the model's training trips (or None when they were not kept) and
     ``resolution`` the H3 resolution of the map's zones, which decides which observed
-    trips count as "between the two zones".
+    trips count as "between the two zones". With the service ``area`` (whose
+    ``support`` indexes the same trips) the answer also says how many training trips
+    stand behind it.
     """
     forecast = forecast_od(model, origin, dest, departure, threshold_min)
     observed, rings = observed_pair_trips(trips, origin, dest, resolution, tz=model.tz_)
+    support = None
+    if area is not None:
+        support = od_support(area, origin, dest, departure, model.tz_)
     return ODAnswer(
         forecast=forecast,
         density=density_curve(forecast.dist),
@@ -344,4 +404,6 @@ def answer_od(
         profile=time_of_day_profile(model, origin, dest, departure),
         observed=observed,
         observed_rings=rings,
+        support=support,
+        member_medians_min=member_medians(forecast.dist),
     )

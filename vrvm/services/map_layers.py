@@ -32,17 +32,21 @@ def zone_layer_data(
     One record per zone: ``zone`` (the H3 id the map draws the hexagon from),
     ``label`` (HTML-escaped, for the tooltip), ``fill`` (RGBA) and ``tip`` (tooltip
     HTML; by default how many training trips start or end in the zone). ``fill``
-    colours a choropleth; without it zones are pale and the origin and destination
-    zones take their own colours.
+    colours a choropleth; without it zones are pale (paler still where no training
+    trip starts or ends: the thin ring around the trips) and the origin and
+    destination zones take their own colours.
     """
     grid = area.grid
     n = len(grid)
-    fills = np.tile(np.array([120, 130, 140, 28]), (n, 1)) if fill is None else np.array(fill)
     if fill is None:
+        fills = np.tile(np.array([120, 130, 140, 28]), (n, 1))
+        fills[grid["n_points"].to_numpy() == 0, 3] = 12
         index = area.zone_index
         for place, rgb in ((state.origin, ORIGIN_RGB), (state.dest, DEST_RGB)):
             if place is not None and place.zone in index:
                 fills[index[place.zone]] = rgba(rgb, 200)
+    else:
+        fills = np.array(fill)
     return pd.DataFrame(
         {
             "zone": grid["zone"].to_numpy(),
@@ -82,4 +86,7 @@ def marker_data(state: ODState) -> pd.DataFrame:
 
 
 def _trip_end_tips(grid: pd.DataFrame) -> list[str]:
-    return [f"{n} training trip ends in this zone" for n in grid["n_points"]]
+    return [
+        f"{n:,} training trip ends in this zone" if n else "No training trip starts or ends here"
+        for n in grid["n_points"]
+    ]

@@ -1,35 +1,151 @@
-"""The model versions: what each was trained on, publishing a new one, activating one.
+"""The model versions: their names, what each was trained on, publishing, activating.
 
 Plain functions over the data home's model store (:mod:`vrvm.trips.home`, whose
-:func:`data_home` and :func:`load_training_trips` the pages use through here): the
-active model, the caption every page shows, the versions table, and the only two ways
-the active model changes, :func:`publish_model` and :func:`activate_version`.
+:func:`data_home` and :func:`load_training_trips` the pages use through here): a
+model's name (:func:`model_name`, :func:`default_model_name`), the caption every page
+shows, the versions table, and the only two ways the active model changes,
+:func:`publish_model` and :func:`activate_version`.
+
+Trip files are personal data and their paths say who had them where: nothing here
+shows a local path. A model is shown by its name; a file by its name alone.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from vrvm.services.units import metric_label, metric_value
 from vrvm.trips.home import data_home, load_training_trips, model_store, save_training_trips
 from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.model_dir import ModelFormatError, read_model_manifest
+from vrvm.trips.model_format import FORMAT_NAME, FORMAT_VERSION
+from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME
 
 __all__ = [
+    "SYNTHETIC_MODEL_NAME",
+    "UNNAMED_MODEL",
     "activate_version",
     "active_model_path",
     "compact_metrics",
     "data_description",
     "data_home",
+    "default_model_name",
     "is_synthetic",
     "load_training_trips",
     "model_caption",
+    "model_name",
+    "name_from_summary",
     "publish_model",
+    "strip_paths",
     "version_numbers",
     "versions_table",
 ]
+
+UNNAMED_MODEL = "unnamed model"
+"""The name of a model whose training data say nothing usable about it."""
+
+SYNTHETIC_MODEL_NAME = "Synthetica (synthetic)"
+"""The name of models of the synthetic city (the demo model)."""
+
+# Extensions of trip files (and their compression) dropped from a default name.
+_FILE_SUFFIXES = re.compile(r"(\.(csv|tsv|txt|parquet|pq|gz|gzip|zip|bz2|xz|zst|zstd))+$", re.I)
+# A path of two or more components, POSIX, Windows or a URL (its last component is kept).
+_PATH = re.compile(r"(?:[A-Za-z][\w+.-]*:)?[\\/]{0,3}(?:[^\s\\/:]+[\\/])+([^\s\\/]*)")
+_MAX_NAME = 100
+
+
+def strip_paths(text: str) -> str:
+    """``text`` with every file path in it reduced to the file's name.
+
+    Examples
+    --------
+    >>> strip_paths("/home/ana/trips/chicago_taxi_trips.csv")
+    'chicago_taxi_trips.csv'
+    >>> strip_paths(r"trip store C:\\Users\\ana\\vrvm\\trips, 2024-03-01")
+    'trip store trips, 2024-03-01'
+    >>> strip_paths("trip store: 600 trips, 2024-03-04 to 2024-04-14")
+    'trip store: 600 trips, 2024-03-04 to 2024-04-14'
+    """
+    return _PATH.sub(lambda match: match.group(1), text)
+
+
+def default_model_name(file_name: str | None) -> str:
+    """The name a model trained on ``file_name`` gets unless one is given.
+
+    The file's name without folders, extensions and compression suffixes, with
+    underscores, hyphens and dots as spaces; :data:`UNNAMED_MODEL` when nothing is left.
+
+    Examples
+    --------
+    >>> default_model_name("chicago_taxi_trips.csv")
+    'chicago taxi trips'
+    >>> default_model_name("/home/ana/NYC-yellow_2016-01.csv.gz")
+    'NYC yellow 2016 01'
+    >>> default_model_name(""), default_model_name("<bytes>")
+    ('unnamed model', 'unnamed model')
+    """
+    text = str(file_name or "").strip()
+    if text.startswith("<"):  # a buffer read without a name
+        return UNNAMED_MODEL
+    text = re.split(r"[\\/]", text)[-1]
+    text = _FILE_SUFFIXES.sub("", text)
+    text = " ".join(re.sub(r"[_\-.]+", " ", text).split())
+    return text[:_MAX_NAME].strip() or UNNAMED_MODEL
+
+
+def name_from_summary(summary: Mapping[str, Any]) -> str:
+    """The default name of a model trained on trips summarised by ``summary``.
+
+    ``summary`` is a model's ``training_summary_``: its ``city``, else the file name of
+    its ``source``; a synthetic model's name says so. Models of trips that came from the
+    trip store, and models older than names with no usable provenance, are
+    :data:`UNNAMED_MODEL`.
+
+    Examples
+    --------
+    >>> name_from_summary({"source": "/data/chicago_taxi_trips.csv", "n_trips": 10})
+    'chicago taxi trips'
+    >>> name_from_summary({"city": "Synthetica (synthetic city)", "synthetic": True})
+    'Synthetica (synthetic)'
+    >>> name_from_summary({"source": "trip store /home/ana/.vrvm/trips"})
+    'unnamed model'
+    """
+    city, source = summary.get("city"), summary.get("source")
+    if city == SYNTHETIC_CITY_NAME:
+        return SYNTHETIC_MODEL_NAME
+    if isinstance(city, str) and city.strip():
+        name = " ".join(city.split())[:_MAX_NAME]
+    elif isinstance(source, str) and not source.startswith("trip store"):
+        name = default_model_name(source)
+    else:
+        name = UNNAMED_MODEL
+    if summary.get("synthetic") and "synthetic" not in name.lower():
+        name += " (synthetic)"
+    return name
+
+
+def model_name(model: TravelTimeModel) -> str:
+    """The model's name: the one it was given, else :func:`name_from_summary`.
+
+    Examples
+    --------
+    >>> from vrvm import TravelTimeModel
+    >>> model = TravelTimeModel(name="Chicago taxi trips")
+    >>> model_name(model)
+    'Chicago taxi trips'
+    >>> model.name, model.training_summary_ = None, {"source": "week_1.parquet"}
+    >>> model_name(model)
+    'week 1'
+    """
+    name = getattr(model, "name", None)
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return name_from_summary(getattr(model, "training_summary_", None) or {})
 
 
 def is_synthetic(model: TravelTimeModel) -> bool:
@@ -37,30 +153,46 @@ def is_synthetic(model: TravelTimeModel) -> bool:
     return bool(model.training_summary_.get("synthetic", False))
 
 
-def data_description(model: TravelTimeModel) -> str:
-    """One line saying what the model was trained on."""
-    summary = model.training_summary_
+def _trips_text(summary: Mapping[str, Any]) -> str:
     n = summary.get("n_trips")
-    what = summary.get("city") or summary.get("source") or "uploaded trips"
+    text = f"{n:,} trips" if isinstance(n, int) else "trips"
     start, end = summary.get("start_time_min", ""), summary.get("start_time_max", "")
-    text = f"{what}: {n:,} trips" if isinstance(n, int) else str(what)
     if start and end:
         text += f", {start[:10]} to {end[:10]}"
+    return text
+
+
+def data_description(model: TravelTimeModel) -> str:
+    """One line saying what the model was trained on: its name, trips and dates (no path).
+
+    Examples
+    --------
+    >>> from vrvm import TravelTimeModel
+    >>> model = TravelTimeModel(name="Chicago taxi trips")
+    >>> model.training_summary_ = {"n_trips": 3000, "source": "/home/ana/trips.csv",
+    ...     "start_time_min": "2024-03-04T07:37:50+00:00",
+    ...     "start_time_max": "2024-04-14T19:12:52+00:00"}
+    >>> data_description(model)
+    'Chicago taxi trips: 3,000 trips, 2024-03-04 to 2024-04-14'
+    """
+    text = f"{model_name(model)}: {_trips_text(model.training_summary_)}"
     if is_synthetic(model):
         text += " - SYNTHETIC data, not a real city"
     return text
 
 
 def model_caption(version: int, model: TravelTimeModel) -> str:
-    """One line naming the model version and its data (the caption of every page)."""
+    """One line naming the model version, the model and its data (every page's caption)."""
     return (
-        f"Model version {version} · {len(model.members_)} members · "
-        f"{int(model.n_relevance_.sum())} relevance vectors · {data_description(model)}"
+        f"Model version {version} · {data_description(model)} · {len(model.members_)} "
+        f"members · {int(model.n_relevance_.sum())} relevance vectors"
     )
 
 
 def compact_metrics(metrics: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The few scores worth listing beside a model version (seconds)."""
+    """The few scores recorded beside a model version, as the engine gives them:
+    ``n``, ``crps_s`` and ``mae_s`` (seconds), ``coverage_80`` / ``coverage_90`` (shares).
+    """
     if not metrics:
         return {}
     out = {
@@ -91,18 +223,43 @@ def publish_model(
     if training_trips is not None:
         save_training_trips(home, training_trips)
     record = dict(info)
+    record.setdefault("name", model_name(model))
     record.setdefault("metrics", compact_metrics(metrics))
     record.setdefault("n_members", len(model.members_))
     return store.add(lambda path: model.save(path, metrics=metrics), info=record, activate=True)
 
 
+def _version_name(path: Path, info: Mapping[str, Any]) -> str:
+    """The name of a stored version: recorded when published, else read from its model
+    (versions published before names were named after their training data)."""
+    name = info.get("name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    try:
+        meta = read_model_manifest(
+            path, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION
+        ).metadata
+    except ModelFormatError:
+        return UNNAMED_MODEL
+    name = (meta.get("params") or {}).get("name")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return name_from_summary(meta.get("training_summary") or {})
+
+
 def versions_table(home: Path) -> pd.DataFrame:
-    """The model store's versions, newest first, with what they were trained on and scores."""
+    """The model store's versions, newest first: name, what each was trained on, scores.
+
+    Scores carry their unit in the column name (times in minutes, coverage in %); the
+    ``data`` column names files without their folders.
+    """
+    crps, mae = metric_label("crps_s", label="hold-out CRPS"), metric_label("mae_s", label="MAE")
+    coverage = metric_label("coverage", label="90 % interval coverage")
+    store = model_store(home)
     rows = []
-    for v in model_store(home).versions():
+    for v in store.versions():
         info = v.info or {}
         metrics = info.get("metrics") or {}
-        crps = metrics.get("crps_s")
         data = info.get("data", "")
         n_trips = info.get("n_trips")
         if isinstance(data, Mapping):  # as `vrvm update` records it
@@ -112,29 +269,24 @@ def versions_table(home: Path) -> pd.DataFrame:
             {
                 "version": v.version,
                 "active": v.is_active,
+                "model": _version_name(store.path(v.version), info),
                 "created (UTC)": v.created.strftime("%Y-%m-%d %H:%M:%S"),
                 "kind": info.get("kind", ""),
                 "parent": info.get("parent"),
                 "trips": n_trips,
                 "members": info.get("n_members"),
-                "hold-out CRPS (min)": None if crps is None else round(crps / 60.0, 3),
+                crps: metric_value("crps_s", metrics.get("crps_s")),
+                mae: metric_value("mae_s", metrics.get("mae_s")),
+                coverage: metric_value("coverage", metrics.get("coverage_90")),
                 "synthetic": bool(info.get("synthetic", False)),
-                "data": str(data),
+                "data": strip_paths(str(data)),
             }
         )
-    columns = [
-        "version",
-        "active",
-        "created (UTC)",
-        "kind",
-        "parent",
-        "trips",
-        "members",
-        "hold-out CRPS (min)",
-        "synthetic",
-        "data",
-    ]
+    columns = ["version", "active", "model", "created (UTC)", "kind", "parent", "trips"]
+    columns += ["members", crps, mae, coverage, "synthetic", "data"]
     frame = pd.DataFrame(rows, columns=columns)
+    for column in (crps, mae, coverage):
+        frame[column] = frame[column].astype(float).round(3)
     return frame.sort_values("version", ascending=False).reset_index(drop=True)
 
 

@@ -10,7 +10,7 @@ travel time, the log density, the PIT value and the CRPS of that time.
 from __future__ import annotations
 
 import os
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -47,20 +47,22 @@ def read_queries(
     path_or_buffer: str | os.PathLike[str] | bytes | IO[bytes],
     model: TravelTimeModel,
     *,
-    schema: str = "auto",
     tz: str | None = None,
+    **options: Any,
 ) -> tuple[pd.DataFrame, CleaningReport]:
     """Read a file of queries (travel times optional) with every row's line number.
 
-    Naive times are read in ``tz``, by default the model's time zone.
+    Naive times are read in ``tz``, by default the model's time zone; ``options`` are
+    the layout options of :func:`vrvm.read_trips` (``schema``, ``column_map``, the
+    formats, ``zones``).
     """
     return read_trips(
         path_or_buffer,
-        schema=schema,
         tz=tz or model.tz_,
         cleaning=QUERY_CLEANING,
         require_travel_time=False,
         row_numbers=True,
+        **options,
     )
 
 

@@ -20,6 +20,7 @@ from vrvm.trips.model import TravelTimeModel
 __all__ = [
     "elbo_curves",
     "filter_relevance",
+    "member_columns",
     "member_table",
     "noise_sentence",
     "relevance_colors",
@@ -126,6 +127,27 @@ def member_table(model: TravelTimeModel) -> pd.DataFrame:
         row["noise_pct"] = 100.0 * (math.exp(s) - 1.0) if model.target == "log" else None
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def member_columns(model: TravelTimeModel) -> dict[str, str]:
+    """Names of :func:`member_table`'s columns as shown, each with its unit.
+
+    Examples
+    --------
+    >>> from vrvm import TravelTimeModel
+    >>> member_columns(TravelTimeModel(target="log"))["noise_std"]
+    'noise std (log-seconds)'
+    >>> member_columns(TravelTimeModel(target="seconds"))["noise_std"]
+    'noise std (s)'
+    """
+    return {
+        "member": "member",
+        "relevance_vectors": "relevance vectors",
+        "shard_trips": "trips in shard",
+        "noise_std": "noise std (log-seconds)" if model.target == "log" else "noise std (s)",
+        "iterations": "iterations",
+        "noise_pct": "noise spread (± %)",
+    }
 
 
 def noise_sentence(model: TravelTimeModel) -> str:

@@ -7,11 +7,17 @@ hold-out split of vrvm (:func:`vrvm.split_holdout`, the same trips as ``vrvm tra
 of the active model with the trips added since it was published, and scores every model
 on the same hold-out trips (:mod:`vrvm.services.evaluation`); :func:`publish_candidate`
 makes one candidate the new active version. The active model object is never modified.
+
+An update must stay in the active model's area: trips mostly outside it
+(:func:`vrvm.services.area_check.check_same_area`) are refused as an update, with the
+reason, and can train a new model of their own instead (a full retrain, published
+without a parent). :func:`suggest_model_name` gives the name field its default.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -22,8 +28,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vrvm.services.evaluation import ModelScores, compare_models, metrics_table, share_inside_bbox
-from vrvm.services.models import publish_model
+from vrvm.services.area_check import AreaCheck, ModelArea, model_area
+from vrvm.services.evaluation import ModelScores, compare_models, metrics_table
+from vrvm.services.models import (
+    SYNTHETIC_MODEL_NAME,
+    UNNAMED_MODEL,
+    default_model_name,
+    load_training_trips,
+    model_name,
+    publish_model,
+)
 from vrvm.trips.home import model_store, trip_store
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.split import split_holdout
@@ -38,6 +52,7 @@ __all__ = [
     "parse_widths",
     "publish_candidate",
     "run_retrain",
+    "suggest_model_name",
     "train_candidates",
 ]
 
@@ -88,8 +103,10 @@ def parse_widths(text: str | Sequence[float]) -> str | tuple[float, ...]:
 
 @dataclass(frozen=True)
 class TrainingSettings:
-    """The retrain form: ensemble size, widths, basis size and the hold-out split."""
+    """The retrain form: the new model's name, ensemble size, widths, basis size and the
+    hold-out split (``name`` None: the active model's, or :func:`suggest_model_name`)."""
 
+    name: str | None = None
     n_members: int = 4
     kernel_widths: str | tuple[float, ...] = "auto"
     max_basis: int = 500
@@ -104,6 +121,7 @@ class TrainingSettings:
             self.kernel_widths if isinstance(self.kernel_widths, str) else list(self.kernel_widths)
         )
         return {
+            "name": self.name.strip() if self.name and self.name.strip() else None,
             "n_members": int(self.n_members),
             "kernel_widths": widths,
             "max_basis": int(self.max_basis),
@@ -139,6 +157,10 @@ class RetrainResult:
     comparable : bool
         Whether the active model was trained on this area (else its scores on these
         trips mean little).
+    area_check : AreaCheck or None
+        The training trips against the active model's area (None without one).
+    refused_update : AreaCheck or None
+        Why the update was refused: its new trips lie outside the active model's area.
     """
 
     train: pd.DataFrame
@@ -152,6 +174,13 @@ class RetrainResult:
     errors: dict[str, str] = field(default_factory=dict)
     trips_used: dict[str, int] = field(default_factory=dict)
     comparable: bool = True
+    area_check: AreaCheck | None = None
+    refused_update: AreaCheck | None = None
+
+    @property
+    def new_area(self) -> bool:
+        """Whether the trips lie outside the active model's area (a new model's)."""
+        return self.area_check is not None and not self.area_check.ok
 
     @property
     def metrics(self) -> dict[str, dict]:
@@ -176,14 +205,19 @@ def run_retrain(
     active: TravelTimeModel | None = None,
     active_version: int | None = None,
     new_trips: pd.DataFrame | None = None,
+    active_trips: pd.DataFrame | None = None,
     progress: RetrainProgress | None = None,
 ) -> RetrainResult:
     """Split the trips, produce the chosen candidates and score everything on the hold-out.
 
-    ``options`` holds ``"full"`` (train from scratch on the training part) and/or
-    ``"update"`` (update a copy of ``active`` with the training-part rows of
-    ``new_trips``, all of them when None). A failing option is recorded in ``errors``;
-    nothing is published and the active model object is never modified.
+    ``options`` holds ``"full"`` (train from scratch on the training part; named
+    ``settings.name``, else after the active model when the trips lie in its area)
+    and/or ``"update"`` (update a copy of ``active`` with the training-part rows of
+    ``new_trips``, all of them when None). An update whose trips lie mostly outside the
+    active model's area (:func:`~vrvm.services.area_check.check_same_area`, finer with
+    its training trips ``active_trips``) is refused: ``refused_update`` says why, with
+    the numbers. A failing option is recorded in ``errors``; nothing is published and
+    the active model object is never modified.
     """
     train, holdout = split_holdout(
         trips, settings.holdout_fraction, how=settings.holdout_split, seed=settings.random_state
@@ -197,22 +231,34 @@ def run_retrain(
             return None
         return lambda done, total, elapsed: progress(option, done, total, elapsed)
 
+    area: ModelArea | None = None
+    if active is not None:
+        area = model_area(active, active_trips)
+        result.area_check = area.check(train)
+    params = settings.model_params()
+    if params["name"] is None and active is not None and not result.new_area:
+        params["name"] = model_name(active)  # a retrain of the same city keeps its name
     labels = {o["key"]: o["label"] for o in RETRAIN_OPTIONS}
     for option in options:
         name = labels.get(option, option)
         try:
             if option == RETRAIN_FULL:
-                model = TravelTimeModel(**settings.model_params())
+                model = TravelTimeModel(**params)
                 model.fit(train, progress=reporter(option))
                 result.trips_used[name] = len(train)
             elif option == RETRAIN_UPDATE:
-                if active is None:
+                if active is None or area is None:
                     raise ValueError("there is no active model to update")
                 fresh = train
                 if new_trips is not None:
                     fresh = train.loc[np.isin(trip_ids(train), trip_ids(new_trips))]
                 if len(fresh) == 0:
                     raise ValueError("no trips were added since the active model was published")
+                check = area.check(fresh)
+                if not check.ok:
+                    result.refused_update = check
+                    result.errors[name] = check.reason
+                    continue
                 model = _update_copy(active, fresh.reset_index(drop=True))
                 result.trips_used[name] = len(fresh)
             else:
@@ -228,7 +274,7 @@ def run_retrain(
             f"active (v{active_version})" if active_version is not None else "active"
         )
         models[result.active_name] = active
-        result.comparable = share_inside_bbox(active, holdout) >= 0.5
+        result.comparable = area is not None and area.check(holdout).ok
     result.scores = compare_models(models, holdout)
     return result
 
@@ -245,7 +291,9 @@ def train_candidates(
     """:func:`run_retrain` on every trip in the trip store of ``home``.
 
     For an update, the new trips are those added to the store after the active version
-    was created.
+    was created; the active model's area is that of its training trips kept in
+    ``home`` (else its bounding box). Without ``settings.name``, a full retrain is
+    named :func:`suggest_model_name`.
 
     Raises
     ------
@@ -264,6 +312,8 @@ def train_candidates(
         )
         if created is not None:
             new_trips = store.load(added_after=created)
+    if settings.model_params()["name"] is None:
+        settings = dataclasses.replace(settings, name=suggest_model_name(home, active))
     return run_retrain(
         trips,
         settings,
@@ -271,20 +321,52 @@ def train_candidates(
         active=active,
         active_version=active_version,
         new_trips=new_trips,
+        active_trips=None if active is None else load_training_trips(home, active),
         progress=progress,
     )
+
+
+def suggest_model_name(home: Path, active: TravelTimeModel | None) -> str:
+    """The default name of a model trained on the trip store of ``home``.
+
+    The active model's name when the stored trips lie in its area (their median origin
+    inside its padded training box), else the name of the file added last
+    (:func:`~vrvm.services.models.default_model_name`; that of the synthetic city for
+    the demo trips), else :data:`~vrvm.services.models.UNNAMED_MODEL`.
+    """
+    store = trip_store(home)
+    if active is not None:
+        centre = store.center()
+        if (
+            centre is None
+            or model_area(active).inside(np.array([centre[0]]), np.array([centre[1]]))[0]
+        ):
+            return model_name(active)
+    parts = store.parts()
+    if parts.empty:
+        return UNNAMED_MODEL
+    newest = parts.iloc[-1]  # parts are listed in the order they were added
+    source, synthetic = str(newest["source"] or ""), bool(newest["synthetic"])
+    if synthetic and (not source or "synthetic" in source.lower()):
+        return SYNTHETIC_MODEL_NAME  # the demo trips
+    name = default_model_name(source)
+    return f"{name} (synthetic)" if synthetic and name != UNNAMED_MODEL else name
 
 
 def publish_candidate(home: Path, result: RetrainResult, name: str) -> int:
     """Publish one candidate of ``result`` as the new active version; returns its number."""
     model = result.candidates[name]
     kind = result.kinds.get(name, "train")
+    # a model of another area is a new model of its own, not a child of the active one
+    new_model = kind == "train" and result.new_area
     train = result.train
     start, end = train["start_time"].min(), train["start_time"].max()
     settings = result.settings
     info = {
+        "name": model_name(model),
         "kind": kind,
-        "parent": result.parent_version,
+        "parent": None if new_model else result.parent_version,
+        "new_area": new_model,
         "n_trips": result.trips_used.get(name, len(train)),
         "holdout_n": len(result.holdout),
         "data": f"trip store: {len(train):,} trips, {start:%Y-%m-%d} to {end:%Y-%m-%d}",

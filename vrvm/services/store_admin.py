@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from vrvm.services.demo import demo_trips
+from vrvm.services.models import strip_paths
 from vrvm.services.uploads import UploadOutcome
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.home import trip_store
@@ -47,10 +48,12 @@ class StoreOverview:
 
 
 def store_overview(home: Path) -> StoreOverview:
-    """Totals and batches of the trip store (``added_utc`` as text, ready to show)."""
+    """Totals and batches of the trip store, ready to show: ``added_utc`` as text and
+    each batch's ``source`` as a file name (never a local path)."""
     store = trip_store(home)
     parts = store.parts()
     parts["added_utc"] = parts["added_utc"].astype(str)
+    parts["source"] = parts["source"].astype(str).map(strip_paths)
     return StoreOverview(summary=store.summary(), parts=parts)
 
 
@@ -58,7 +61,8 @@ def distance_to_store_km(home: Path, trips: pd.DataFrame) -> float | None:
     """Distance between the median origins of new trips and of the stored ones.
 
     Hundreds of kilometres mean another city: training on both would spread the
-    model's zones over everything in between.
+    model's zones over everything in between. (Trips against a *model's* area are
+    :func:`vrvm.services.area_check.check_same_area`.)
     """
     center = trip_store(home).center()
     if center is None or len(trips) == 0:

@@ -3,35 +3,58 @@
 An upload is untrusted: :func:`check_upload` refuses empty files, files above the
 upload limit and compressed files that expand too much (a zip bomb); :func:`read_upload`
 then reads and cleans it with :func:`vrvm.read_trips` - only ever parsing CSV text or
-Parquet - and never raises: the :class:`UploadOutcome` holds the trips and the cleaning
-report, or the message, or, when the columns are not understood, the file's columns
-for a form that lets the user say which column holds which role.
+Parquet - and never raises: the :class:`UploadOutcome` holds the trips, the cleaning
+report and a preview of the first trips as read, or the message, or, when the columns
+(or a date, clock or weekday format) are not understood, what a form must ask.
+
+A mapping the user gives can be kept as a named *recipe* in the data home
+(:func:`save_recipe`); the next file with the same header is read with it, without
+the form (:func:`read_upload` with ``home``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
 from vrvm.trips.cleaning import CleaningReport
+from vrvm.trips.formats import CLOCK_FORMATS, DATE_FORMATS, WEEKDAY_FORMATS, TimeFormatError
+from vrvm.trips.home import load_zone_file, recipe_book
 from vrvm.trips.layouts import ROLE_LABELS, UnknownLayoutError, guess_column_map
-from vrvm.trips.reader import TripFileError, expanded_size, read_rows, read_trips
+from vrvm.trips.reader import (
+    TripFileError,
+    ZonesNeededError,
+    expanded_size,
+    read_layout,
+    read_rows,
+    read_trips,
+)
+from vrvm.trips.recipes import ReadOptions
 
 __all__ = [
+    "CLOCK_FORMATS",
+    "DATE_FORMATS",
     "MAPPING_ROLES",
     "MAX_DECOMPRESSED_MB",
     "MAX_UPLOAD_MB",
     "UPLOAD_TYPES",
+    "WEEKDAY_FORMATS",
+    "ReadOptions",
     "UploadError",
     "UploadOutcome",
     "check_upload",
     "example_rows",
     "guess_column_map",
+    "preview_rows",
     "read_upload",
     "report_table",
+    "save_recipe",
 ]
+
+PREVIEW_ROWS = 10
 
 MAX_UPLOAD_MB = 200
 MAX_DECOMPRESSED_MB = 2000
@@ -63,9 +86,20 @@ class UploadOutcome:
     error : str or None
         Why the file cannot be used.
     needs_mapping : bool
-        The columns were not understood: ask the user which column holds each role.
+        The columns (or a time format) were not understood: ask the user.
     columns : list of str
         The file's columns (for that form).
+    format_question : TimeFormatError or None
+        A date, clock or weekday column whose format must be stated; it names the
+        column, the option (``date_format``...) and the choices.
+    zones_needed : bool
+        The trips are given by zone ids: the form must ask for a zone file.
+    options : ReadOptions or None
+        The options the file was read with (a recipe's, or the form's).
+    recipe : str or None
+        The name of the saved recipe that was used, if one was.
+    preview : pandas.DataFrame
+        The first trips as read (:func:`preview_rows`).
     """
 
     name: str
@@ -76,6 +110,11 @@ class UploadOutcome:
     error: str | None = None
     needs_mapping: bool = False
     columns: list[str] = field(default_factory=list)
+    format_question: TimeFormatError | None = None
+    zones_needed: bool = False
+    options: ReadOptions | None = None
+    recipe: str | None = None
+    preview: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def ok(self) -> bool:
@@ -97,28 +136,63 @@ def check_upload(name: str, data: bytes, *, max_mb: float = MAX_UPLOAD_MB) -> No
         raise UploadError(f"{name} expands to more than {MAX_DECOMPRESSED_MB} MB when decompressed")
 
 
+def _recipe_for(name: str, data: bytes, home: Path) -> tuple[str, ReadOptions] | None:
+    """The recipe saved in ``home`` for this file's header, if any."""
+    try:
+        read_layout(data, source=name)
+        return None  # a known layout: no recipe needed
+    except UnknownLayoutError as exc:
+        recipe = recipe_book(home).find(exc.columns)
+    return None if recipe is None else (recipe.name, recipe.options)
+
+
 def read_upload(
     name: str,
     data: bytes,
     *,
+    options: ReadOptions | None = None,
     column_map: Mapping[str, str] | None = None,
+    home: Path | None = None,
     max_mb: float = MAX_UPLOAD_MB,
 ) -> UploadOutcome:
     """Read one uploaded file into clean trips and a cleaning report, never raising.
 
     The file is only parsed as CSV text or Parquet (nothing is executed or
-    unpickled). Columns that no known layout (nor ``column_map``) explains yield
-    ``needs_mapping=True`` and the file's ``columns``, so the user can name them; any
-    other problem yields ``error``.
+    unpickled). It is read with ``options`` (or just a ``column_map``); without
+    either, with the recipe saved in ``home`` for its header, if there is one.
+    Columns that no known layout (nor the options) explains yield
+    ``needs_mapping=True`` and the file's ``columns``; a time column whose format
+    cannot be told yields ``needs_mapping`` and ``format_question``; any other
+    problem yields ``error``. Zone files named by the options are those kept in
+    ``home``.
     """
     outcome = UploadOutcome(name=name)
+    if options is None and column_map:
+        options = ReadOptions(column_map=dict(column_map))
     try:
         check_upload(name, data, max_mb=max_mb)
-        trips, report = read_trips(
-            data, column_map=dict(column_map) if column_map else None, source=name
-        )
+        if options is None and home is not None:
+            found = _recipe_for(name, data, home)
+            if found is not None:
+                outcome.recipe, options = found
+        options = options or ReadOptions()
+        outcome.options = options
+        zones = None
+        if options.zones:
+            if home is None:
+                raise UploadError(f"{name}: the zone file {options.zones!r} needs a data home")
+            zones = load_zone_file(home, options.zones)
+        trips, report = read_trips(data, source=name, zones=zones, **options.read_kwargs())
     except UnknownLayoutError as exc:
         outcome.error, outcome.needs_mapping, outcome.columns = str(exc), True, exc.columns
+        return outcome
+    except ZonesNeededError as exc:
+        outcome.error, outcome.needs_mapping, outcome.zones_needed = str(exc), True, True
+        outcome.columns = exc.columns
+        return outcome
+    except TimeFormatError as exc:
+        outcome.error, outcome.needs_mapping, outcome.format_question = str(exc), True, exc
+        outcome.columns = _columns(name, data)
         return outcome
     except (UploadError, TripFileError, ValueError) as exc:
         outcome.error = str(exc)
@@ -133,7 +207,53 @@ def read_upload(
         outcome.error = f"{name}: no row passed the cleaning checks (see the report)"
         return outcome
     outcome.trips = trips
+    outcome.preview = preview_rows(trips, report)
+    outcome.columns = _columns(name, data)  # the header a recipe is kept for
     return outcome
+
+
+def _columns(name: str, data: bytes) -> list[str]:
+    try:
+        return read_layout(data, source=name)[1]
+    except UnknownLayoutError as exc:
+        return exc.columns
+    except ValueError:
+        return []
+
+
+def preview_rows(
+    trips: pd.DataFrame, report: CleaningReport, n: int = PREVIEW_ROWS
+) -> pd.DataFrame:
+    """The first ``n`` trips as read, for a person: local start (weekday and clock for
+    files without a date), minutes, coordinates rounded to 4 decimals (about 10 m)."""
+    head = trips.head(n)
+    start = head["start_time"]
+    shown = (
+        start.dt.strftime("%a %H:%M") if report.dateless else start.dt.strftime("%Y-%m-%d %H:%M")
+    )
+    return pd.DataFrame(
+        {
+            "start (local)": shown,
+            "travel time (min)": (head["travel_time_s"] / 60).round(1),
+            "origin": head["origin_lat"].round(4).astype(str)
+            + ", "
+            + head["origin_lon"].round(4).astype(str),
+            "destination": head["dest_lat"].round(4).astype(str)
+            + ", "
+            + head["dest_lon"].round(4).astype(str),
+        }
+    )
+
+
+def save_recipe(home: Path, name: str, outcome: UploadOutcome) -> str:
+    """Keep the options ``outcome`` was read with as the recipe ``name``; a message."""
+    if outcome.options is None or not outcome.ok:
+        raise UploadError("only a file that was read can be kept as a recipe")
+    recipe = recipe_book(home).save(name, outcome.columns, outcome.options)
+    return (
+        f"Saved the recipe {recipe.name!r}: the next file with these {len(recipe.columns)} "
+        "columns is read with it."
+    )
 
 
 def example_rows(data: bytes, report: CleaningReport, *, per_reason: int = 3) -> pd.DataFrame:

@@ -6,20 +6,23 @@ Each input row is either kept or dropped for exactly one reason: the *first* of 
 checks below that it fails, in this order (thresholds from :class:`CleaningConfig`):
 
 1. ``unparseable_time`` -- start time empty or not a recognisable time, or a drop-off
-   time that is present but not recognisable;
-2. ``missing_coordinates`` -- a coordinate is empty or not a number;
-3. ``invalid_coordinates`` -- latitude outside [-90, 90] or longitude outside
+   time that is present but not recognisable (with split roles: a date, clock, hour,
+   minute or weekday that is empty or unreadable);
+2. ``unknown_zone`` -- a zone id (``origin_zone`` / ``dest_zone``) that the zone file
+   does not hold;
+3. ``missing_coordinates`` -- a coordinate is empty or not a number;
+4. ``invalid_coordinates`` -- latitude outside [-90, 90] or longitude outside
    [-180, 180], a point at exactly (0, 0) (a common "no GPS fix" placeholder), a point
    outside ``bbox``, or farther than ``max_radius_km`` from the median point of the
    rows that passed the previous checks;
-4. ``missing_duration`` -- travel time (or the drop-off time it is computed from)
+5. ``missing_duration`` -- travel time (or the drop-off time it is computed from)
    empty or not a number;
-5. ``non_positive_duration`` -- travel time <= 0 s;
-6. ``too_short`` -- travel time below ``min_duration_s``;
-7. ``too_long`` -- travel time above ``max_duration_s``;
-8. ``too_fast`` -- straight-line (haversine) distance / travel time above
+6. ``non_positive_duration`` -- travel time <= 0 s;
+7. ``too_short`` -- travel time below ``min_duration_s``;
+8. ``too_long`` -- travel time above ``max_duration_s``;
+9. ``too_fast`` -- straight-line (haversine) distance / travel time above
    ``max_speed_kmh``;
-9. ``duplicate`` -- identical in every canonical column to an earlier kept row (the
+10. ``duplicate`` -- identical in every canonical column to an earlier kept row (the
    first occurrence is kept).
 
 Queries: trips without a travel time
@@ -28,7 +31,7 @@ With ``require_travel_time=False`` (for files of queries to predict, which may o
 not carry the observed travel times) the travel time is optional: a file without a
 travel-time (or drop-off time) column is read with ``travel_time_s`` all NaN, and a
 row whose travel time is empty or not a number is kept with NaN. The duration checks
-4--8 then apply only to the rows that carry a travel time (``missing_duration`` never
+5--9 then apply only to the rows that carry a travel time (``missing_duration`` never
 fires); a travel time that is present but zero, negative or implausible still drops
 its row. A schema is recognised by its start-time and coordinate columns alone.
 
@@ -60,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from vrvm.trips.geo import haversine_km
-from vrvm.trips.layouts import quote_columns
+from vrvm.trips.layouts import Layout, quote_columns
 from vrvm.trips.parsing import Parsed, parse_columns
 from vrvm.trips.table import CANONICAL_COLUMNS
 from vrvm.trips.timezones import check_zone, zone_name
@@ -75,6 +78,7 @@ __all__ = [
 
 CLEANING_REASONS: tuple[str, ...] = (
     "unparseable_time",
+    "unknown_zone",
     "missing_coordinates",
     "invalid_coordinates",
     "missing_duration",
@@ -205,6 +209,7 @@ def _describe(reason: str, config: CleaningConfig) -> str:
         return "a point " + ", ".join(parts[:-1]) + " or " + parts[-1]
     texts = {
         "unparseable_time": "start time empty or not readable, or drop-off time not readable",
+        "unknown_zone": "a zone id that the zone file does not hold",
         "missing_coordinates": "a coordinate is empty or not a number",
         "missing_duration": "travel time (or the drop-off time) empty or not a number",
         "non_positive_duration": "travel time zero or negative",
@@ -258,6 +263,12 @@ class CleaningReport:
     n_empty_rows : int
         Rows (typically blank lines) whose used fields were all empty; they are not
         trips, are skipped, and are not part of ``n_input``.
+    notes : dict of str to str
+        How time columns were read where the file's format was detected, per role
+        (``{"start_date": "'pickup_date': day-first dates"}``).
+    dateless : bool
+        The file gives no calendar date: trips were placed in the reference week by
+        weekday and clock (:data:`vrvm.trips.table.REFERENCE_MONDAY`).
     dropped_rows : dict of str to numpy.ndarray
         Row numbers (int64, increasing) of *every* dropped row, per reason, so that
         with the ``row`` column of the kept rows each input row can be accounted for.
@@ -287,6 +298,8 @@ class CleaningReport:
     tz_inferred: bool = False
     center: tuple[float, float] | None = None
     n_empty_rows: int = 0
+    notes: dict[str, str] = field(default_factory=dict)
+    dateless: bool = False
     dropped_rows: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -349,6 +362,8 @@ class CleaningReport:
             ],
             "config": self.config.to_dict(),
             "center": None if self.center is None else [float(v) for v in self.center],
+            "notes": dict(self.notes),
+            "dateless": bool(self.dateless),
         }
 
     def summary(self) -> str:
@@ -363,6 +378,13 @@ class CleaningReport:
             lines.append(
                 f"  local times read in {self.tz}, the time zone where the trips are "
                 "(give tz to change it)"
+            )
+        if self.notes:
+            lines.append("  read " + "; ".join(self.notes.values()))
+        if self.dateless:
+            lines.append(
+                "  no calendar date: trips placed in a reference week by weekday and "
+                "clock (training and prediction need only those)"
             )
         for reason in CLEANING_REASONS:
             count = self.counts[reason]
@@ -402,6 +424,8 @@ def clean_parsed(
     duration = parsed.duration
 
     fail(parsed.time_failed, "unparseable_time")
+    if parsed.zone_failed is not None:
+        fail(parsed.zone_failed, "unknown_zone")
     fail(np.isnan(olat) | np.isnan(olon) | np.isnan(dlat) | np.isnan(dlon), "missing_coordinates")
 
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -476,6 +500,8 @@ def clean_parsed(
         tz_inferred=parsed.zone_inferred,
         center=center,
         n_empty_rows=n_empty,
+        notes=dict(parsed.notes),
+        dateless=parsed.dateless,
         dropped_rows=dropped_rows,
     )
     return kept, report
@@ -566,7 +592,8 @@ def clean_trips(
     zone = zone_name(df["start_time"].dtype) or check_zone(df.attrs.get("tz")) or "UTC"
     present = [c for c in CANONICAL_COLUMNS if c in df.columns]
     mapping = {c: c for c in present}
-    parsed = parse_columns(df[present].reset_index(drop=True), mapping, zone)
+    layout = Layout(str(df.attrs.get("schema", "canonical")), mapping, zone)
+    parsed = parse_columns(df[present].reset_index(drop=True), layout, zone)
     if "row" in df.columns and pd.api.types.is_integer_dtype(df["row"].dtype):
         rows = df["row"].to_numpy(dtype=np.int64)
     else:

@@ -6,6 +6,9 @@ Layout of ``$VRVM_HOME`` (default ``./.vrvm``)::
         models/                    the model store (numbered versions, active pointer)
         trips/                     the trip store (every accepted upload)
         training/<sha256>.parquet  each model's training trips, by content hash
+        zones/<name>.<sha>.geojson the planner's zone files (polygons), as uploaded
+        zones/index.json           their names, id and name properties, fingerprints
+        recipes.json               named read recipes: column maps and formats per header
         .first-start.lock          held while the first start trains the demo model
 
 The dashboard, the CLI and (later) the HTTP API all find their stores through here.
@@ -13,27 +16,45 @@ The dashboard, the CLI and (later) the HTTP API all find their stores through he
 
 from __future__ import annotations
 
+import glob
+import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
-from vrvm.trips.durable import atomic_write, exclusive_lock
+from vrvm.trips.durable import atomic_write, atomic_write_json, exclusive_lock
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_store import ModelStore
+from vrvm.trips.recipes import RecipeBook
 from vrvm.trips.table import CANONICAL_COLUMNS, trips_sha256
 from vrvm.trips.trip_store import TripStore
+from vrvm.trips.zone_files import DEFAULT_LIMITS, ZoneFile, ZoneFileError, ZoneFileLimits
 
 __all__ = [
     "HOME_ENV",
+    "ZoneFileEntry",
+    "add_zone_file",
     "data_home",
     "first_start_lock",
+    "list_zone_files",
     "load_training_trips",
+    "load_zone_file",
+    "map_zone_file",
     "model_store",
+    "recipe_book",
+    "remove_zone_file",
     "save_training_trips",
+    "set_map_zone_file",
     "trip_store",
+    "zone_file_entry",
+    "zone_file_path",
 ]
 
 HOME_ENV = "VRVM_HOME"
@@ -42,6 +63,11 @@ MODELS_DIR = "models"
 TRIPS_DIR = "trips"
 TRAINING_DIR = "training"
 FIRST_START_LOCK = ".first-start.lock"
+RECIPES_FILE = "recipes.json"
+ZONES_DIR = "zones"
+ZONES_INDEX = "index.json"
+ZONES_LOCK = ".lock"
+_ZONE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def data_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -108,3 +134,251 @@ def load_training_trips(
     trips = pd.read_parquet(path)
     trips["start_time"] = pd.to_datetime(trips["start_time"], utc=True).dt.tz_convert(model.tz_)
     return trips
+
+
+# ---------------------------------------------------------------------- zone files
+
+
+@dataclass(frozen=True)
+class ZoneFileEntry:
+    """One zone file kept in the data home, as listed in ``zones/index.json``.
+
+    Attributes
+    ----------
+    name : str
+        Its name in the home.
+    file_name : str
+        The name it was uploaded or given under.
+    file : str
+        The kept file in ``zones/``: ``<name>.<first 16 hex digits of its SHA-256>.geojson``,
+        so a replacement never overwrites the file the index lists.
+    id_property, name_property : str or None
+        The properties of its zone ids and names (``id_property`` None: ids are the
+        feature order, for boundary files drawn on the map).
+    non_polygons : {"error", "skip"}
+        Whether point and line features were allowed (and skipped) when it was read.
+    fingerprint : str
+        :attr:`ZoneFile.fingerprint` when it was added; checked on every load.
+    n_zones : int
+        Number of zones.
+    added_at : str
+        When it was added (ISO 8601, UTC).
+    """
+
+    name: str
+    file_name: str
+    file: str
+    id_property: str | None
+    name_property: str | None
+    non_polygons: Literal["error", "skip"]
+    fingerprint: str
+    n_zones: int
+    added_at: str
+
+
+def _zones_dir(home: str | os.PathLike[str]) -> Path:
+    return Path(home) / ZONES_DIR
+
+
+def check_zone_file_name(name: str) -> str:
+    """``name`` if it can name a zone file in the home, else ValueError.
+
+    Letters, digits, ``_``, ``.`` and ``-``, starting with a letter or digit, at most 64
+    characters: no path separators, no ``..``, nothing hidden.
+
+    Examples
+    --------
+    >>> check_zone_file_name("nyc-taxi-zones")
+    'nyc-taxi-zones'
+    >>> check_zone_file_name("../etc/passwd")
+    Traceback (most recent call last):
+    ...
+    ValueError: not a valid zone file name: '../etc/passwd' (use letters, digits, '_', '.' and '-')
+    """
+    if not isinstance(name, str) or not _ZONE_NAME.fullmatch(name) or ".." in name:
+        raise ValueError(
+            f"not a valid zone file name: {name!r} (use letters, digits, '_', '.' and '-')"
+        )
+    return name
+
+
+def zone_file_path(home: str | os.PathLike[str], name: str) -> Path:
+    """Where the zone file ``name`` is kept; KeyError if there is none of that name."""
+    entry = zone_file_entry(home, name)
+    if entry is None:
+        raise KeyError(f"no zone file named {name!r} in {_zones_dir(home)}")
+    return _zones_dir(home) / entry.file
+
+
+def _read_index(home: str | os.PathLike[str]) -> dict:
+    path = _zones_dir(home) / ZONES_INDEX
+    if not path.is_file():
+        return {"format": 1, "zone_files": {}, "map": None}
+    index = json.loads(path.read_text(encoding="utf-8"))
+    index.setdefault("zone_files", {})
+    index.setdefault("map", None)
+    return index
+
+
+def _write_index(home: str | os.PathLike[str], index: dict) -> None:
+    atomic_write_json(_zones_dir(home) / ZONES_INDEX, index)
+
+
+def list_zone_files(home: str | os.PathLike[str]) -> list[ZoneFileEntry]:
+    """The zone files kept in ``home``, oldest first."""
+    entries = [_entry(e) for e in _read_index(home)["zone_files"].values()]
+    return sorted(entries, key=lambda e: (e.added_at, e.name))
+
+
+def zone_file_entry(home: str | os.PathLike[str], name: str) -> ZoneFileEntry | None:
+    """The index entry of the zone file ``name``, None if there is none."""
+    entry = _read_index(home)["zone_files"].get(check_zone_file_name(name))
+    return _entry(entry) if entry else None
+
+
+def _entry(record: Mapping) -> ZoneFileEntry:
+    """An index record as an entry; fields a later version may add are ignored."""
+    return ZoneFileEntry(**{f.name: record[f.name] for f in fields(ZoneFileEntry)})
+
+
+def add_zone_file(
+    home: str | os.PathLike[str],
+    name: str,
+    data: bytes,
+    *,
+    file_name: str | None = None,
+    id_property: str | None = None,
+    name_property: str | None = None,
+    non_polygons: Literal["error", "skip"] = "error",
+    ids_from_order: bool = False,
+    limits: ZoneFileLimits = DEFAULT_LIMITS,
+) -> tuple[ZoneFileEntry, ZoneFile]:
+    """Check a zone file and keep it in ``home`` as ``name`` (replacing one of that name).
+
+    Parameters
+    ----------
+    home : path-like
+        The data home.
+    name : str
+        Its name in the home (see :func:`check_zone_file_name`).
+    data : bytes
+        The GeoJSON file as uploaded; kept byte for byte once it reads.
+    file_name : str, optional
+        The name it was uploaded under, for messages (default ``name``).
+    id_property, name_property, non_polygons, ids_from_order, limits
+        How to read it: :meth:`ZoneFile.read`. The properties found are recorded, so
+        every later load reads the same ids.
+
+    Returns
+    -------
+    entry : ZoneFileEntry
+    zones : ZoneFile
+
+    Raises
+    ------
+    ZoneFileError
+        When the file does not read (nothing is written then).
+
+    Notes
+    -----
+    The GeoJSON file is written atomically under a new name (its content hash) first,
+    then the index, and only then is a replaced file deleted: a crash at any point
+    leaves the previous index and every file it lists intact, and at most an unlisted
+    file, which the next add of that name deletes.
+    """
+    check_zone_file_name(name)
+    label = file_name or name
+    zones = ZoneFile.read(
+        data,
+        id_property=id_property,
+        name_property=name_property,
+        non_polygons=non_polygons,
+        ids_from_order=ids_from_order,
+        limits=limits,
+        label=label,
+    )
+    entry = ZoneFileEntry(
+        name=name,
+        file_name=label,
+        file=f"{name}.{hashlib.sha256(data).hexdigest()[:16]}.geojson",
+        id_property=zones.id_property,
+        name_property=zones.name_property,
+        non_polygons=non_polygons,
+        fingerprint=zones.fingerprint,
+        n_zones=len(zones),
+        added_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    folder = _zones_dir(home)
+    with exclusive_lock(folder / ZONES_LOCK):
+        atomic_write(folder / entry.file, lambda tmp: tmp.write_bytes(bytes(data)))
+        index = _read_index(home)
+        index["zone_files"][name] = asdict(entry)
+        _write_index(home, index)
+        listed = {e["file"] for e in index["zone_files"].values()}
+        for path in folder.glob(f"{glob.escape(name)}.*.geojson"):
+            if path.name not in listed and path.name.count(".") == name.count(".") + 2:
+                path.unlink(missing_ok=True)  # replaced, or left by a crash
+    return entry, zones
+
+
+def load_zone_file(home: str | os.PathLike[str], name: str) -> ZoneFile:
+    """The zone file ``name`` kept in ``home``, read as when it was added.
+
+    Raises
+    ------
+    KeyError
+        No zone file of that name.
+    ZoneFileError
+        The file no longer reads, or its content changed since it was added (the
+        fingerprint differs).
+    """
+    entry = zone_file_entry(home, name)
+    if entry is None:
+        raise KeyError(f"no zone file named {name!r} in {_zones_dir(home)}")
+    zones = ZoneFile.read(
+        _zones_dir(home) / entry.file,
+        id_property=entry.id_property,
+        name_property=entry.name_property,
+        non_polygons=entry.non_polygons,
+        ids_from_order=entry.id_property is None,
+        label=entry.file_name,
+    )
+    if zones.fingerprint != entry.fingerprint:
+        raise ZoneFileError(entry.file_name, "the kept file changed since it was added")
+    return zones
+
+
+def remove_zone_file(home: str | os.PathLike[str], name: str) -> bool:
+    """Forget the zone file ``name`` (index first, then the file); False if absent."""
+    check_zone_file_name(name)
+    with exclusive_lock(_zones_dir(home) / ZONES_LOCK):
+        index = _read_index(home)
+        entry = index["zone_files"].pop(name, None)
+        if entry is None:
+            return False
+        if index.get("map") == name:
+            index["map"] = None
+        _write_index(home, index)
+        (_zones_dir(home) / entry["file"]).unlink(missing_ok=True)
+    return True
+
+
+def map_zone_file(home: str | os.PathLike[str]) -> str | None:
+    """Name of the zone file drawn on the dashboard's map (and naming its zones), if any."""
+    name = _read_index(home).get("map")
+    return name if name and zone_file_entry(home, name) else None
+
+
+def set_map_zone_file(home: str | os.PathLike[str], name: str | None) -> None:
+    """Draw the kept zone file ``name`` on the map (None: no boundaries)."""
+    with exclusive_lock(_zones_dir(home) / ZONES_LOCK):
+        index = _read_index(home)
+        if name is not None and check_zone_file_name(name) not in index["zone_files"]:
+            raise KeyError(f"no zone file named {name!r}")
+        index["map"] = name
+        _write_index(home, index)
+
+
+def recipe_book(home: str | os.PathLike[str]) -> RecipeBook:
+    """The named read recipes (column maps and formats) kept in ``home``."""
+    return RecipeBook(Path(home) / RECIPES_FILE)

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from vrvm.trips.table import CANONICAL_COLUMNS
 
 __all__ = [
+    "DURATION_ROLES",
     "ROLES",
     "ROLE_LABELS",
     "SCHEMAS",
@@ -67,24 +68,45 @@ __all__ = [
     "UnknownLayoutError",
     "detect_schema",
     "guess_column_map",
+    "missing_roles",
+    "normalise_column",
     "resolve_layout",
 ]
 
 COORDINATE_ROLES = ("origin_lat", "origin_lon", "dest_lat", "dest_lon")
-DURATION_ROLES = ("travel_time_s", "end_time")
-ROLES: tuple[str, ...] = (*CANONICAL_COLUMNS, "end_time")
-"""Every role a ``column_map`` can name."""
+ZONE_ROLES = ("origin_zone", "dest_zone")
+START_ROLES = ("start_time", "start_date", "start_clock", "start_hour", "start_minute", "weekday")
+DURATION_ROLES = ("travel_time_s", "travel_time_min", "end_time")
+ROLES: tuple[str, ...] = (*COORDINATE_ROLES, *ZONE_ROLES, *START_ROLES, *DURATION_ROLES)
+"""Every role a ``column_map`` can name (see "Roles" in the module docs)."""
 
 ROLE_LABELS: dict[str, str] = {
-    "start_time": "Start time (pickup)",
-    "travel_time_s": "Travel time in seconds",
-    "end_time": "... or end time (drop-off)",
     "origin_lat": "Origin latitude",
     "origin_lon": "Origin longitude",
     "dest_lat": "Destination latitude",
     "dest_lon": "Destination longitude",
+    "origin_zone": "... or origin zone id (with a zone file)",
+    "dest_zone": "... or destination zone id (with a zone file)",
+    "start_time": "Start time (date and clock in one column)",
+    "start_date": "... or start date",
+    "start_clock": "... and start clock (HH:MM, decimal hours, seconds)",
+    "start_hour": "... or start hour (0-23)",
+    "start_minute": "... and start minute (0-59)",
+    "weekday": "Weekday (only for files without a date)",
+    "travel_time_s": "Travel time in seconds",
+    "travel_time_min": "... or travel time in minutes",
+    "end_time": "... or end time (drop-off)",
 }
 """What each role means, in the order a column-mapping form asks for them."""
+
+# Roles that describe one thing: a user's map that names one of a group replaces the
+# detected layout's whole group (naming start_date replaces a detected start_time).
+_ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("origin_lat", "origin_lon", "origin_zone"),
+    ("dest_lat", "dest_lon", "dest_zone"),
+    START_ROLES,
+    DURATION_ROLES,
+)
 
 
 class UnknownLayoutError(ValueError):
@@ -110,7 +132,10 @@ class Layout:
 
     ``unix_is_local``: numbers in the time columns are the city's wall clock written
     as if it were UTC (the ``chicago`` schema). ``infer_zone``: the layout names no
-    city, so local times are read in the zone where the trips are.
+    city, so local times are read in the zone where the trips are. ``label``: which
+    variant of the schema matched. ``date_order``: the order the layout's exporter
+    writes ambiguous dates in (``"monthfirst"`` for US portals), used only when the
+    values cannot tell. ``weekday_format``: how its weekday column is numbered.
     """
 
     schema: str
@@ -118,6 +143,19 @@ class Layout:
     zone: str | None
     unix_is_local: bool = False
     infer_zone: bool = False
+    label: str = ""
+    date_order: str | None = None
+    weekday_format: str | None = None
+
+    @property
+    def needs_zones(self) -> bool:
+        """Whether trip ends are zone ids, to be resolved through a zone file."""
+        return any(role in self.mapping for role in ZONE_ROLES)
+
+    @property
+    def dateless(self) -> bool:
+        """Whether the start has no calendar date (clock or hour with a weekday)."""
+        return "start_time" not in self.mapping and "start_date" not in self.mapping
 
 
 @dataclass(frozen=True)
@@ -126,6 +164,7 @@ class _Variant:
 
     label: str
     columns: Mapping[str, str]
+    weekday_format: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +177,8 @@ class _Schema:
     unix_is_local: bool = False
     # The layout is used in many cities: read local times in the trips' own zone.
     infer_zone: bool = False
+    # How the exporter writes dates when the values read both ways (US: month first).
+    date_order: str | None = None
 
 
 def _coords(origin_lat: str, origin_lon: str, dest_lat: str, dest_lon: str) -> dict[str, str]:
@@ -184,8 +225,28 @@ _SCHEMA_LIST: tuple[_Schema, ...] = (
                     **_NYC_COORDS,
                 },
             ),
+            # Trips whose centroids the portal withholds still carry community areas.
+            _Variant(
+                "portal export, community areas (with a zone file)",
+                {
+                    "start_time": "Trip Start Timestamp",
+                    "travel_time_s": "Trip Seconds",
+                    "origin_zone": "Pickup Community Area",
+                    "dest_zone": "Dropoff Community Area",
+                },
+            ),
+            _Variant(
+                "API / sample, community areas (with a zone file)",
+                {
+                    "start_time": "trip_start_timestamp",
+                    "travel_time_s": "trip_seconds",
+                    "origin_zone": "pickup_community_area",
+                    "dest_zone": "dropoff_community_area",
+                },
+            ),
         ),
         unix_is_local=True,
+        date_order="monthfirst",
     ),
     # Checked before nyc_tlc: Kaggle's columns are a superset of TLC 2010-2014's.
     _Schema(
@@ -195,6 +256,20 @@ _SCHEMA_LIST: tuple[_Schema, ...] = (
             _Variant(
                 "Kaggle trip duration",
                 {"start_time": "pickup_datetime", "travel_time_s": "trip_duration", **_NYC_COORDS},
+            ),
+            # The 2016 trips as teaching samples split them: no calendar date, the
+            # clock in hour and minute, weekday 1 = Sunday (checked on the trips:
+            # days 1 and 7 are the quiet-morning, busy-night ones).
+            _Variant(
+                "2016 sample with split time fields (hour, minute, weekday 1 = Sunday)",
+                {
+                    "start_hour": "hour",
+                    "start_minute": "minute",
+                    "weekday": "weekday",
+                    "travel_time_s": "duration",
+                    **_NYC_COORDS,
+                },
+                weekday_format="sunday1",
             ),
         ),
     ),
@@ -215,11 +290,42 @@ _SCHEMA_LIST: tuple[_Schema, ...] = (
                 {"start_time": "pickup_datetime", "end_time": "dropoff_datetime", **_NYC_COORDS},
             ),
             _Variant(
-                "2015-2016",
+                "yellow 2015-2016",
                 {
                     "start_time": "tpep_pickup_datetime",
                     "end_time": "tpep_dropoff_datetime",
                     **_NYC_COORDS,
+                },
+            ),
+            _Variant(
+                "green 2013-2016",
+                {
+                    "start_time": "lpep_pickup_datetime",
+                    "end_time": "Lpep_dropoff_datetime",
+                    **_coords(
+                        "Pickup_latitude",
+                        "Pickup_longitude",
+                        "Dropoff_latitude",
+                        "Dropoff_longitude",
+                    ),
+                },
+            ),
+            _Variant(
+                "yellow 2016 on, taxi zone ids (with the taxi zone file)",
+                {
+                    "start_time": "tpep_pickup_datetime",
+                    "end_time": "tpep_dropoff_datetime",
+                    "origin_zone": "PULocationID",
+                    "dest_zone": "DOLocationID",
+                },
+            ),
+            _Variant(
+                "green 2016 on, taxi zone ids (with the taxi zone file)",
+                {
+                    "start_time": "lpep_pickup_datetime",
+                    "end_time": "lpep_dropoff_datetime",
+                    "origin_zone": "PULocationID",
+                    "dest_zone": "DOLocationID",
                 },
             ),
         ),
@@ -264,6 +370,7 @@ _SCHEMA_LIST: tuple[_Schema, ...] = (
             ),
         ),
         infer_zone=True,
+        date_order="monthfirst",
     ),
 )
 
@@ -273,7 +380,7 @@ SCHEMAS: tuple[str, ...] = tuple(s.name for s in _SCHEMA_LIST)
 _SCHEMA_BY_NAME = {s.name: s for s in _SCHEMA_LIST}
 
 
-def _normalise(name: object) -> str:
+def normalise_column(name: object) -> str:
     """Column-name key: case, surrounding space and space/hyphen/underscore don't matter."""
     return re.sub(r"[\s\-_]+", "_", str(name).strip().strip("\ufeff").strip().lower())
 
@@ -282,12 +389,12 @@ def _column_index(columns) -> dict[str, str]:
     """Normalised name -> actual column name (first occurrence wins)."""
     index: dict[str, str] = {}
     for column in columns:
-        index.setdefault(_normalise(column), column)
+        index.setdefault(normalise_column(column), column)
     return index
 
 
 def _match_variant(variant: _Variant, index: Mapping[str, str]) -> dict[str, str] | None:
-    mapping = {role: index.get(_normalise(col)) for role, col in variant.columns.items()}
+    mapping = {role: index.get(normalise_column(col)) for role, col in variant.columns.items()}
     if any(actual is None for actual in mapping.values()):
         return None
     return mapping  # type: ignore[return-value]
@@ -334,26 +441,87 @@ def _detect(index: Mapping[str, str]) -> tuple[_Schema, dict[str, str]] | None:
 
 
 def _with_user_map(mapping: Mapping[str, str], user: Mapping[str, str]) -> dict[str, str]:
-    """Overlay the user's column_map; a user-given duration source replaces the schema's."""
+    """Overlay the user's column_map: a group the user names replaces the layout's group."""
     merged = dict(mapping)
-    if "end_time" in user:
-        merged.pop("travel_time_s", None)
-    if "travel_time_s" in user:
-        merged.pop("end_time", None)
+    for group in _ROLE_GROUPS:
+        if any(role in user for role in group):
+            for role in group:
+                merged.pop(role, None)
     merged.update(user)
     return merged
 
 
+def missing_roles(mapping: Mapping[str, str], require_duration: bool = True) -> list[str]:
+    """What a role -> column map still lacks, in words (empty when it is complete).
+
+    Examples
+    --------
+    >>> missing_roles({"origin_zone": "PU", "dest_zone": "DO", "start_hour": "h"})
+    ['weekday (or start_date)', 'travel_time_s, travel_time_min or end_time']
+    """
+    missing = []
+    for end in ("origin", "dest"):
+        if f"{end}_zone" not in mapping and not (
+            f"{end}_lat" in mapping and f"{end}_lon" in mapping
+        ):
+            missing.append(f"{end}_lat and {end}_lon (or {end}_zone)")
+    has_clock = "start_clock" in mapping or "start_hour" in mapping
+    if "start_time" not in mapping:
+        if "start_date" in mapping:
+            if not has_clock:
+                missing.append("start_clock or start_hour (with start_date)")
+        elif has_clock:
+            if "weekday" not in mapping:
+                missing.append("weekday (or start_date)")
+        else:
+            missing.append("start_time (or start_date + start_clock, or start_hour + weekday)")
+    if require_duration and not any(role in mapping for role in DURATION_ROLES):
+        missing.append("travel_time_s, travel_time_min or end_time")
+    if "end_time" in mapping and "start_time" not in mapping and "start_date" not in mapping:
+        missing.append("a start with a date for end_time (or travel_time_s / travel_time_min)")
+    return missing
+
+
 def _is_complete(mapping: Mapping[str, str], require_duration: bool = True) -> bool:
-    base = ("start_time", *COORDINATE_ROLES)
-    has_duration = any(role in mapping for role in DURATION_ROLES)
-    return all(role in mapping for role in base) and (has_duration or not require_duration)
+    return not missing_roles(mapping, require_duration)
 
 
 def _without_duration(variant: _Variant) -> _Variant:
-    """The variant's start-time and coordinate columns only."""
+    """The variant's start-time and place columns only."""
     columns = {r: c for r, c in variant.columns.items() if r not in DURATION_ROLES}
-    return _Variant(variant.label, columns)
+    return _Variant(variant.label, columns, variant.weekday_format)
+
+
+# Roles that cannot go together, and why.
+_CONFLICTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("start_time", "start_date", "start_clock", "start_hour", "start_minute", "weekday"),
+        "start_time holds date and clock in one column; give it alone, or split roles "
+        "(start_date, start_clock / start_hour, start_minute, weekday) without it",
+    ),
+    (("start_clock", "start_hour"), "give the clock as start_clock or as start_hour, not both"),
+    (("start_clock", "start_minute"), "start_minute goes with start_hour, not start_clock"),
+    (("start_date", "weekday"), "weekday is only needed when there is no start_date"),
+    (
+        ("travel_time_s", "travel_time_min", "end_time"),
+        "give one travel time: travel_time_s, travel_time_min or end_time",
+    ),
+    (("origin_zone", "origin_lat"), "give the origin as coordinates or as a zone, not both"),
+    (("origin_zone", "origin_lon"), "give the origin as coordinates or as a zone, not both"),
+    (("dest_zone", "dest_lat"), "give the destination as coordinates or as a zone, not both"),
+    (("dest_zone", "dest_lon"), "give the destination as coordinates or as a zone, not both"),
+)
+
+
+def _check_conflicts(mapping: Mapping[str, str], what: str) -> None:
+    for roles, why in _CONFLICTS:
+        given = [r for r in roles if r in mapping]
+        first = roles[0]
+        # The first role of a rule conflicts with each of the others.
+        if first in given and len(given) > 1:
+            raise ValueError(f"{what} names {given}: {why}")
+    if "start_minute" in mapping and "start_hour" not in mapping:
+        raise ValueError(f"{what} names start_minute without start_hour")
 
 
 def _validate_user_map(column_map, index: Mapping[str, str], name: str, columns) -> dict[str, str]:
@@ -370,14 +538,10 @@ def _validate_user_map(column_map, index: Mapping[str, str], name: str, columns)
             f"column_map keys must be among {list(ROLES)}, got {unknown}; keys are the "
             "canonical names and values the columns of your file"
         )
-    if "travel_time_s" in column_map and "end_time" in column_map:
-        raise ValueError(
-            "column_map gives both 'travel_time_s' and 'end_time'; give one: the travel "
-            "time in seconds, or a drop-off time to subtract the start time from"
-        )
+    _check_conflicts(column_map, "column_map")
     user = {}
     for role, column in column_map.items():
-        actual = index.get(_normalise(column))
+        actual = index.get(normalise_column(column))
         if actual is None:
             raise ValueError(
                 f"{name}: column_map maps {role!r} to {column!r}, which is not a column of "
@@ -422,7 +586,7 @@ def _unknown_schema_message(
             label = sch.name if len(sch.variants) == 1 else f"{sch.name} ({variant.label})"
             extra = f" (optional: {', '.join(optional)})" if optional else ""
             lines.append(f"  {label}: {', '.join(cols)}{extra}")
-            missing = [c for c in cols if _normalise(c) not in index]
+            missing = [c for c in cols if normalise_column(c) not in index]
             n_present = len(cols) - len(missing)
             if n_present and (best is None or n_present > best[0]):
                 best = (n_present, label, missing)
@@ -459,74 +623,125 @@ def resolve_layout(
         for variant in sch.variants:
             mapping = _match_variant(variant, index)
             if mapping is not None:
-                return _layout(sch, _with_user_map(mapping, user))
-    # 1b. Travel time optional: a layout whose start and coordinate columns are present
+                merged = _with_user_map(mapping, user)
+                if _is_complete(merged, require_duration):
+                    return _layout(sch, variant, merged, user)
+    # 1b. Travel time optional: a layout whose start and place columns are present
     #     (only after every full match failed, so a file's travel times are never missed).
     if not require_duration:
         for sch in candidates:
             for variant in sch.variants:
                 mapping = _match_variant(_without_duration(variant), index)
                 if mapping is not None:
-                    return _layout(sch, _with_user_map(mapping, user))
-    # 2. A layout the user's map completes: every column the user did not override
-    #    must be present (and at least one, otherwise nothing identifies the schema).
+                    merged = _with_user_map(mapping, user)
+                    if _is_complete(merged, require_duration):
+                        return _layout(sch, variant, merged, user)
+    # 2. A layout the user's map completes: every column of the groups the user did not
+    #    name must be present (and at least one, otherwise nothing identifies the schema).
+    touched = {role for group in _ROLE_GROUPS if any(r in user for r in group) for role in group}
     for sch in candidates:
         for variant in sch.variants:
-            kept = {r: c for r, c in variant.columns.items() if r not in user}
-            if "end_time" in user or "travel_time_s" in user:
-                kept = {r: c for r, c in kept.items() if r not in DURATION_ROLES}
+            kept = {r: c for r, c in variant.columns.items() if r not in touched}
             if not require_duration:  # a duration column the file lacks is not needed
                 kept = {
                     r: c
                     for r, c in kept.items()
-                    if r not in DURATION_ROLES or _normalise(c) in index
+                    if r not in DURATION_ROLES or normalise_column(c) in index
                 }
-            if kept and all(_normalise(c) in index for c in kept.values()):
-                mapping = {role: index[_normalise(c)] for role, c in kept.items()}
+            if kept and all(normalise_column(c) in index for c in kept.values()):
+                mapping = {role: index[normalise_column(c)] for role, c in kept.items()}
                 merged = _with_user_map(mapping, user)
                 if _is_complete(merged, require_duration):
-                    return _layout(sch, merged)
+                    return _layout(sch, variant, merged, user)
     # 3. The user named everything: a custom schema, or a named one with other names.
     if _is_complete(user, require_duration):
         if schema == "auto":
-            return Layout("custom", dict(user), None)
-        return _layout(_SCHEMA_BY_NAME[schema], dict(user))
-    raise UnknownLayoutError(
-        _unknown_schema_message(name, columns, index, schema, require_duration),
-        source=name,
-        columns=[str(c) for c in columns],
+            return Layout("custom", dict(user), None, label="column map")
+        sch = _SCHEMA_BY_NAME[schema]
+        return _layout(sch, _Variant("column map", {}), dict(user), user)
+    message = _unknown_schema_message(name, columns, index, schema, require_duration)
+    if user:
+        lacking = "; ".join(missing_roles(user, require_duration))
+        message = (
+            f"{name}: the column map names {sorted(user)} but no layout completes it; "
+            f"still needed: {lacking}.\n" + message
+        )
+    raise UnknownLayoutError(message, source=name, columns=[str(c) for c in columns])
+
+
+def _layout(
+    schema: _Schema, variant: _Variant, mapping: dict[str, str], user: Mapping[str, str]
+) -> Layout:
+    # The variant's weekday numbering holds only for its own weekday column.
+    own_weekday = "weekday" not in user and "weekday" in variant.columns
+    return Layout(
+        schema.name,
+        mapping,
+        schema.tz,
+        schema.unix_is_local,
+        schema.infer_zone,
+        label=variant.label,
+        date_order=schema.date_order,
+        weekday_format=variant.weekday_format if own_weekday else None,
     )
 
 
-def _layout(schema: _Schema, mapping: dict[str, str]) -> Layout:
-    return Layout(schema.name, mapping, schema.tz, schema.unix_is_local, schema.infer_zone)
-
-
 _GUESS_PATTERNS = {
-    "start_time": r"(start|pickup|depart).*(time|date|ts)|^start$",
+    "start_date": r"((start|pickup|depart|trip).*date(?!.*time))|^date$",
+    "start_time": r"(start|pickup|depart).*(time|ts)|^start$",
+    "start_clock": r"(start|pickup|depart).*clock|^(time|clock)$",
+    "start_hour": r"(^|_)hour$",
+    "start_minute": r"(^|_)minute$",
+    "weekday": r"week_?day|day_?of_?week|^dow$",
     "end_time": r"(end|drop|arriv).*(time|date|ts)",
+    "travel_time_min": r"(duration|travel_?time|trip).*min|^minutes$",
     "travel_time_s": r"(duration|seconds|travel_?time|trip_?sec)",
     "origin_lat": r"(origin|pickup|start|from).*lat",
     "origin_lon": r"(origin|pickup|start|from).*(lon|lng)",
     "dest_lat": r"(dest|dropoff|drop|end|to).*lat",
     "dest_lon": r"(dest|dropoff|drop|end|to).*(lon|lng)",
+    "origin_zone": r"(origin|pickup|start|^pu).*(zone|location_?id|area)",
+    "dest_zone": r"(dest|dropoff|drop|end|^do).*(zone|location_?id|area)",
 }
 
 
 def guess_column_map(columns: Sequence[str]) -> dict[str, str]:
     """A first guess of role -> column from common column names (for a mapping form).
 
+    The guess never names roles that conflict (see :func:`resolve_layout`): a date
+    column turns a ``..._time`` column into the clock, coordinates win over zones.
+
     Examples
     --------
     >>> guess_column_map(["pickup_time", "duration_s", "plat", "plon", "dlat", "dlon"])
     {'start_time': 'pickup_time', 'travel_time_s': 'duration_s'}
+    >>> guess_column_map(["pickup_date", "pickup_time", "trip_minutes", "PULocationID"])
+    {'start_date': 'pickup_date', 'travel_time_min': 'trip_minutes', \
+'origin_zone': 'PULocationID', 'start_clock': 'pickup_time'}
     """
     guess: dict[str, str] = {}
     for role, pattern in _GUESS_PATTERNS.items():
         for column in columns:
-            if re.search(pattern, str(column).lower()) and column not in guess.values():
+            if re.search(pattern, normalise_column(column)) and column not in guess.values():
                 guess[role] = str(column)
                 break
-    if "travel_time_s" in guess:
-        guess.pop("end_time", None)
+    if "start_date" in guess:
+        if "start_time" in guess and "start_clock" not in guess:
+            guess["start_clock"] = guess["start_time"]
+        guess.pop("start_time", None)
+        guess.pop("weekday", None)
+    if "start_time" in guess:
+        for role in ("start_clock", "start_hour", "start_minute", "weekday"):
+            guess.pop(role, None)
+    if "start_clock" in guess:
+        guess.pop("start_hour", None)
+        guess.pop("start_minute", None)
+    if "start_minute" in guess and "start_hour" not in guess:
+        guess.pop("start_minute")
+    durations = [r for r in DURATION_ROLES if r in guess]
+    for role in durations[1:]:
+        guess.pop(role)
+    for end in ("origin", "dest"):
+        if f"{end}_lat" in guess and f"{end}_lon" in guess:
+            guess.pop(f"{end}_zone", None)
     return guess

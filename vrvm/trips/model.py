@@ -77,6 +77,10 @@ _PARAMETER_CONSTRAINTS = {
         "None, a dask.distributed.Client or a scheduler address string",
     ),
     "random_state": SEED,
+    "name": (
+        lambda v: v is None or (isinstance(v, str) and v.isprintable() and 0 < len(v) <= 100),
+        "None or one line of 1 to 100 characters",
+    ),
 }
 
 
@@ -176,6 +180,10 @@ class TravelTimeModel(BaseEstimator):
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
+    name : str or None, default=None
+        The model's name (a city or data set, e.g. ``"Chicago taxi trips"``), saved with
+        it and shown instead of file paths. None: named after the training data by
+        :func:`vrvm.services.models.model_name`.
 
     Attributes
     ----------
@@ -281,6 +289,7 @@ class TravelTimeModel(BaseEstimator):
         client=None,
         selection_size: int = 2000,
         random_state: int | np.random.Generator | None = None,
+        name: str | None = None,
     ):
         self.n_members = n_members
         self.target = target
@@ -301,6 +310,7 @@ class TravelTimeModel(BaseEstimator):
         self.client = client
         self.selection_size = selection_size
         self.random_state = random_state
+        self.name = name
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:

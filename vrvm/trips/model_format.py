@@ -8,7 +8,9 @@ metrics; ``arrays.npz`` holds every member's arrays under the prefix ``m000__``,
 :mod:`vrvm.trips.model_dir`).
 
 Format history: version 2 added the distance scale of the spread (``noise_scale``);
-a version-1 model loads with ``noise_model="constant"``.
+a version-1 model loads with ``noise_model="constant"``. Version 3 added the model's
+``name`` (among the parameters); a version-1 or -2 model loads with ``name=None``, and
+:func:`vrvm.services.models.model_name` names it after its training data.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
 
 #: Format name and newest format version of saved models.
 FORMAT_NAME = "vrvm.TravelTimeModel"
-FORMAT_VERSION = 2  # 2: the distance scale (noise_scale); 1 is read as no scaling
+# 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None
+FORMAT_VERSION = 3
 
 
 def _round_for_json(value: float) -> float | None:

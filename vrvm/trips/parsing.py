@@ -1,43 +1,58 @@
-"""Typed values from the raw columns of a trip file: numbers, times and durations.
+"""Typed values from the raw columns of a trip file: places, start times and durations.
 
 Unreadable values become NaN (numbers) or NaT (times) rather than errors, so that
-cleaning can count them per reason and row (:mod:`vrvm.trips.cleaning`).
+cleaning can count them per reason and row (:mod:`vrvm.trips.cleaning`). A column
+whose *format* cannot be told (dates that read day-first and month-first alike,
+numbered weekdays without their numbering) is an error instead
+(:class:`~vrvm.trips.formats.TimeFormatError`): guessing would shift every row.
+
+The start of a trip
+-------------------
+From ``start_time`` (one column), or ``start_date`` with ``start_clock`` or
+``start_hour`` [+ ``start_minute``], or, in files with no calendar date, the clock
+with a ``weekday``: such trips are placed in the reference week
+(:data:`vrvm.trips.table.REFERENCE_MONDAY`). Dates, clocks and weekdays are read by
+:mod:`vrvm.trips.formats`.
 
 Time zones
 ----------
 Times without an offset ("naive" text or datetimes) are read as wall-clock times in
 ``tz`` if given, else in the schema's city zone, else in UTC. Numbers are unix
-seconds, which are UTC by definition (except for the ``chicago`` layout, see
-:mod:`vrvm.trips.layouts`), and text with an offset (``...+01:00``, ``Z``) is exact.
-Either way ``start_time`` is then converted to that same zone, stored in
-``attrs["tz"]``. A canonical Parquet file
-whose ``start_time`` is already timezone-aware keeps its own zone unless ``tz`` is
-given. Wall-clock times in the hour repeated when daylight saving ends are read as the
-first (daylight-time) occurrence, and times inside the spring-forward gap are moved
-forward to the first valid instant: local exports carry no information to do better.
+seconds (or milliseconds, see :func:`~vrvm.trips.formats.unix_unit`), which are UTC
+by definition (except for the ``chicago`` layout, see :mod:`vrvm.trips.layouts`),
+and text with an offset (``...+01:00``, ``Z``) is exact. Either way ``start_time``
+is then converted to that same zone, stored in ``attrs["tz"]``. A canonical Parquet
+file whose ``start_time`` is already timezone-aware keeps its own zone unless ``tz``
+is given. Wall-clock times in the hour repeated when daylight saving ends are read as
+the first (daylight-time) occurrence, and times inside the spring-forward gap are
+moved forward to the first valid instant: local exports carry no information to do
+better.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from vrvm.trips.layouts import COORDINATE_ROLES
+from vrvm.trips.formats import (
+    CLOCK_WORDS,
+    TimeFormats,
+    detect_clock_format,
+    parse_clock_s,
+    parse_date_text,
+    parse_weekday,
+    unix_unit,
+)
+from vrvm.trips.layouts import COORDINATE_ROLES, Layout
+from vrvm.trips.table import REFERENCE_MONDAY
 from vrvm.trips.timezones import zone_at
 
 __all__ = ["Parsed", "parse_columns"]
 
-_NAIVE_FORMATS = (
-    "ISO8601",
-    "%m/%d/%Y %I:%M:%S %p",  # Chicago portal: 01/01/2016 12:00:00 AM
-    "%m/%d/%Y %I:%M %p",
-    "%m/%d/%Y %H:%M:%S",
-    "%m/%d/%Y %H:%M",
-)
 # An explicit offset after the time of day: Z, UTC, +01, +0100, +01:00.
 _OFFSET = re.compile(r":\d\d(?:\.\d*)?\s*(?:Z|UTC|GMT|[+-]\d\d(?::?\d\d)?)$", re.IGNORECASE)
 _NAT = np.datetime64("NaT", "ns")
@@ -79,7 +94,18 @@ def _naive_series_to_utc(values: pd.Series, zone: str) -> np.ndarray:
     return local.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
 
 
-def _parse_text_times(text: pd.Series, zone: str) -> np.ndarray:
+@dataclass
+class _TimeReading:
+    """How one time column is read: its name, the formats, the layout's date order."""
+
+    column: str
+    formats: TimeFormats
+    unix_is_local: bool = False
+    order_hint: str | None = None
+    notes: dict[str, str] = field(default_factory=dict)  # role -> how it was read
+
+
+def _parse_text_times(text: pd.Series, zone: str, how: _TimeReading) -> np.ndarray:
     out = np.full(len(text), _NAT)
     # Offsets are split off first: pandas cannot parse naive and offset text together.
     has_offset = text.str.contains(_OFFSET, na=False).to_numpy()
@@ -93,17 +119,40 @@ def _parse_text_times(text: pd.Series, zone: str) -> np.ndarray:
         out[has_offset] = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
     todo = ~has_offset
     naive = np.full(len(text), _NAT)
-    for fmt in _NAIVE_FORMATS:
-        if not todo.any():
-            break
-        parsed = pd.to_datetime(text[todo], format=fmt, errors="coerce")
-        parsed_ok = parsed.notna().to_numpy()
-        idx = np.flatnonzero(todo)[parsed_ok]
-        naive[idx] = parsed[parsed_ok].to_numpy(dtype="datetime64[ns]")
+    pattern = how.formats.strftime
+    if todo.any():
+        parsed = pd.to_datetime(text[todo], format=pattern or "ISO8601", errors="coerce")
+        ok = parsed.notna().to_numpy()
+        idx = np.flatnonzero(todo)[ok]
+        naive[idx] = parsed[ok].to_numpy(dtype="datetime64[ns]")
         todo[idx] = False
+    if todo.any() and pattern is None:
+        # Day-first or month-first text: detected over the whole column, never guessed.
+        date_format = how.formats.date_format
+        days, clock_s, order = parse_date_text(
+            text[todo].reset_index(drop=True),
+            date_format if date_format in ("dayfirst", "monthfirst", "iso") else "auto",
+            column=how.column,
+            order_hint=how.order_hint,
+        )
+        naive[todo] = _add_seconds(days, clock_s)
+        if order != "iso" and not np.isnat(naive[todo]).all():
+            how.notes["start_time"] = f"{how.column!r}: {_ORDER_WORDS[order]} dates"
     got = ~np.isnat(naive)
     if got.any():
         out[got] = _naive_series_to_utc(pd.Series(naive[got]), zone)
+    return out
+
+
+_ORDER_WORDS = {"dayfirst": "day-first", "monthfirst": "month-first", "iso": "ISO"}
+
+
+def _add_seconds(days: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+    """Midnights plus seconds of the day (NaT where either is missing)."""
+    out = np.full(len(days), _NAT)
+    ok = ~np.isnat(days) & np.isfinite(seconds)
+    ns = np.round(seconds[ok] * 1e9).astype(np.int64).astype("timedelta64[ns]")
+    out[ok] = days[ok].astype("datetime64[ns]") + ns
     return out
 
 
@@ -116,11 +165,16 @@ def _unix_local_to_utc(seconds: np.ndarray, zone: str) -> np.ndarray:
     return wall
 
 
-def _parse_times(values: pd.Series, zone: str, unix_is_local: bool = False) -> np.ndarray:
+def _parse_times(values: pd.Series, zone: str, how: _TimeReading) -> np.ndarray:
     """Any time column -> naive UTC datetime64[ns] (NaT where unreadable)."""
 
-    def from_unix(seconds: np.ndarray) -> np.ndarray:
-        return _unix_local_to_utc(seconds, zone) if unix_is_local else _unix_to_utc(seconds)
+    def from_unix(numbers: np.ndarray) -> np.ndarray:
+        if unix_unit(numbers, how.formats.date_format) == "ms":
+            numbers = numbers / 1000.0
+            how.notes["start_time"] = f"{how.column!r}: Unix milliseconds"
+        if how.unix_is_local:
+            return _unix_local_to_utc(numbers, zone)
+        return _unix_to_utc(numbers)
 
     dtype = values.dtype
     if isinstance(dtype, pd.DatetimeTZDtype):
@@ -133,21 +187,21 @@ def _parse_times(values: pd.Series, zone: str, unix_is_local: bool = False) -> n
         return out
     if _is_number_dtype(dtype):
         return from_unix(values.to_numpy(dtype=np.float64, na_value=np.nan))
-    # Text (or mixed objects): numbers are unix seconds, the rest is parsed as text.
+    # Text (or mixed objects): numbers are unix times, the rest is parsed as text.
     # Each parser only sees the rows the previous one left, and a sample decides which
     # goes first, so a column of dates never pays for number parsing and vice versa.
     text = values.astype("string").str.strip().reset_index(drop=True)
     out = np.full(len(text), _NAT)
     todo = text.notna().to_numpy() & (text != "").fillna(False).to_numpy()
     sample = pd.to_numeric(text[todo].head(100), errors="coerce")
-    numbers_first = sample.notna().mean() > 0.5
+    numbers_first = sample.notna().mean() > 0.5 and how.formats.strftime is None
 
     def parse_numbers(rows: np.ndarray) -> None:
         numbers = pd.to_numeric(text[rows], errors="coerce").to_numpy(np.float64, na_value=np.nan)
         out[rows] = from_unix(numbers)
 
     def parse_text(rows: np.ndarray) -> None:
-        out[rows] = _parse_text_times(text[rows].reset_index(drop=True), zone)
+        out[rows] = _parse_text_times(text[rows].reset_index(drop=True), zone, how)
 
     for parse in (parse_numbers, parse_text) if numbers_first else (parse_text, parse_numbers):
         if todo.any():
@@ -156,9 +210,93 @@ def _parse_times(values: pd.Series, zone: str, unix_is_local: bool = False) -> n
     return out
 
 
+def _local_days(values: pd.Series, how: _TimeReading) -> np.ndarray:
+    """A ``start_date`` column -> local midnights (datetime64[ns], NaT if unreadable)."""
+    if isinstance(values.dtype, pd.DatetimeTZDtype):
+        values = values.dt.tz_localize(None)
+    if pd.api.types.is_datetime64_dtype(values.dtype):
+        return values.dt.normalize().to_numpy(dtype="datetime64[ns]")
+    pattern = how.formats.strftime
+    if pattern is not None:
+        parsed = pd.to_datetime(
+            values.astype("string").str.strip(), format=pattern, errors="coerce"
+        )
+        return parsed.dt.normalize().to_numpy(dtype="datetime64[ns]")
+    date_format = how.formats.date_format
+    numbers = _to_float(values)
+    if date_format in ("unix_s", "unix_ms") or (
+        _is_number_dtype(values.dtype) and np.isfinite(numbers).any()
+    ):
+        scale = 1000.0 if unix_unit(numbers, date_format) == "ms" else 1.0
+        days = _unix_to_utc(numbers / scale).astype("datetime64[D]").astype("datetime64[ns]")
+        how.notes["start_date"] = (
+            f"{how.column!r}: Unix {'milliseconds' if scale > 1 else 'seconds'}"
+        )
+        return days
+    days, _, order = parse_date_text(
+        values, date_format, column=how.column, order_hint=how.order_hint
+    )
+    if order != "iso":
+        how.notes["start_date"] = f"{how.column!r}: {_ORDER_WORDS[order]} dates"
+    return days
+
+
+def _clock_s(
+    raw: pd.DataFrame, mapping: Mapping[str, str], formats: TimeFormats, notes: dict[str, str]
+) -> np.ndarray:
+    """Seconds after local midnight from ``start_clock`` or ``start_hour`` [+ minute]."""
+    if "start_clock" in mapping:
+        column = mapping["start_clock"]
+        fmt = formats.clock_format
+        if fmt == "auto":
+            fmt = detect_clock_format(raw[column], column=column)
+        if fmt != "hh:mm":
+            notes["start_clock"] = f"{column!r}: {CLOCK_WORDS[fmt]}"
+        return parse_clock_s(raw[column], fmt, column=column)
+    hour = _to_float(raw[mapping["start_hour"]])
+    minute = _to_float(raw[mapping["start_minute"]]) if "start_minute" in mapping else 0.0
+    with np.errstate(invalid="ignore"):
+        ok = (hour >= 0) & (hour < 24) & (minute >= 0) & (minute < 60)
+    return np.where(ok, hour * 3600.0 + minute * 60.0, np.nan)
+
+
+def _start_utc(
+    raw: pd.DataFrame, layout: Layout, zone: str, formats: TimeFormats, notes: dict[str, str]
+) -> np.ndarray:
+    """The start of every trip as naive UTC datetime64[ns] (NaT where unreadable)."""
+    mapping = layout.mapping
+    if "start_time" in mapping:
+        how = _TimeReading(
+            mapping["start_time"], formats, layout.unix_is_local, layout.date_order, notes
+        )
+        return _parse_times(raw[mapping["start_time"]], zone, how)
+    if "start_date" in mapping:
+        how = _TimeReading(mapping["start_date"], formats, False, layout.date_order, notes)
+        days = _local_days(raw[mapping["start_date"]], how)
+    else:
+        column = mapping["weekday"]
+        weekday_format = formats.weekday_format or layout.weekday_format
+        index, label = parse_weekday(raw[column], weekday_format, column=column)
+        notes["weekday"] = f"{column!r}: {label}"
+        days = np.full(len(raw), _NAT)
+        ok = index >= 0
+        days[ok] = (REFERENCE_MONDAY + index[ok].astype("timedelta64[D]")).astype("datetime64[ns]")
+    local = _add_seconds(days, _clock_s(raw, mapping, formats, notes))
+    out = np.full(len(raw), _NAT)
+    ok = ~np.isnat(local)
+    if ok.any():
+        out[ok] = _naive_series_to_utc(pd.Series(local[ok]), zone)
+    return out
+
+
 @dataclass
 class Parsed:
-    """Typed columns before cleaning; times are naive UTC datetime64[ns]."""
+    """Typed columns before cleaning; times are naive UTC datetime64[ns].
+
+    ``zone_failed`` marks rows whose zone id the zone file does not know; ``notes``
+    says how time columns were read (role -> words); ``dateless`` that the file gives
+    no calendar date (trips placed in the reference week).
+    """
 
     coords: dict[str, np.ndarray]
     start_utc: np.ndarray
@@ -166,22 +304,71 @@ class Parsed:
     time_failed: np.ndarray
     zone: str
     zone_inferred: bool = False
+    zone_failed: np.ndarray | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+    dateless: bool = False
+
+
+ZonePoints = Callable[[pd.Series], tuple[np.ndarray, np.ndarray]]
+"""Zone ids -> latitudes and longitudes of the zones' points (NaN for unknown ids)."""
+
+
+def _places(
+    raw: pd.DataFrame, mapping: Mapping[str, str], zone_points: ZonePoints | None
+) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    coords: dict[str, np.ndarray] = {}
+    unknown = None
+    for end in ("origin", "dest"):
+        if f"{end}_zone" in mapping:
+            if zone_points is None:
+                raise ValueError(
+                    f"the {end} is given as a zone id (column {mapping[end + '_zone']!r}); "
+                    "give the zone file whose polygons those ids name: zones=... in "
+                    "Python, --zones FILE.geojson:ID_PROPERTY in the CLI"
+                )
+            ids = raw[mapping[f"{end}_zone"]]
+            lat, lon = zone_points(ids)
+            given = (
+                ids.notna().to_numpy()
+                & (ids.astype("string").str.strip() != "").fillna(False).to_numpy()
+            )
+            missing = given & np.isnan(lat)
+            unknown = missing if unknown is None else unknown | missing
+        else:
+            lat = _to_float(raw[mapping[f"{end}_lat"]])
+            lon = _to_float(raw[mapping[f"{end}_lon"]])
+        coords[f"{end}_lat"], coords[f"{end}_lon"] = lat, lon
+    return {role: coords[role] for role in COORDINATE_ROLES}, unknown
 
 
 def parse_columns(
-    raw: pd.DataFrame, mapping: Mapping[str, str], zone: str | None, unix_is_local: bool = False
+    raw: pd.DataFrame,
+    layout: Layout,
+    zone: str | None,
+    formats: TimeFormats | None = None,
+    zone_points: ZonePoints | None = None,
 ) -> Parsed:
-    """Typed columns of ``raw``; ``zone=None`` reads local times in the zone where the
-    trips start (:func:`~vrvm.trips.timezones.zone_at`, UTC if none is found)."""
-    coords = {role: _to_float(raw[mapping[role]]) for role in COORDINATE_ROLES}
+    """Typed columns of ``raw`` read with ``layout``.
+
+    ``zone=None`` reads local times in the zone where the trips start
+    (:func:`~vrvm.trips.timezones.zone_at`, UTC if none is found); ``zone_points``
+    resolves zone ids (layouts with ``origin_zone`` / ``dest_zone``).
+    """
+    formats = formats or TimeFormats()
+    mapping = layout.mapping
+    coords, zone_failed = _places(raw, mapping, zone_points)
     inferred = zone is None
     if zone is None:
         zone = zone_at(coords["origin_lat"], coords["origin_lon"]) or "UTC"
-    start = _parse_times(raw[mapping["start_time"]], zone, unix_is_local)
+    notes: dict[str, str] = {}
+    start = _start_utc(raw, layout, zone, formats, notes)
     time_failed = np.isnat(start)
     if "end_time" in mapping:
         end_raw = raw[mapping["end_time"]]
-        end = _parse_times(end_raw, zone, unix_is_local)
+        end_how = _TimeReading(
+            mapping["end_time"], formats, layout.unix_is_local, layout.date_order
+        )
+        end = _parse_times(end_raw, zone, end_how)
         end_given = end_raw.notna().to_numpy()
         if end_raw.dtype == object:
             end_given &= (end_raw.astype("string").str.strip() != "").fillna(False).to_numpy()
@@ -192,7 +379,20 @@ def parse_columns(
         duration[np.isnat(end) | np.isnat(start)] = np.nan
     elif "travel_time_s" in mapping:
         duration = _to_float(raw[mapping["travel_time_s"]])
+    elif "travel_time_min" in mapping:
+        duration = _to_float(raw[mapping["travel_time_min"]]) * 60.0
+        notes["travel_time_min"] = f"{mapping['travel_time_min']!r}: minutes"
     else:  # no travel time in the source (allowed with require_travel_time=False)
         duration = np.full(len(raw), np.nan)
     duration = np.asarray(duration, dtype=np.float64)
-    return Parsed(coords, start, duration, time_failed, zone, zone_inferred=inferred)
+    return Parsed(
+        coords,
+        start,
+        duration,
+        time_failed,
+        zone,
+        zone_inferred=inferred,
+        zone_failed=zone_failed,
+        notes=notes,
+        dateless=layout.dateless,
+    )

@@ -36,22 +36,47 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from vrvm.trips.cleaning import CleaningConfig, CleaningReport, as_config, check_flag, clean_parsed
+from vrvm.trips.formats import TimeFormats
 from vrvm.trips.layouts import Layout, resolve_layout
 from vrvm.trips.parsing import parse_columns
 from vrvm.trips.timezones import check_zone, zone_name
 
-__all__ = ["TripFileError", "expanded_size", "read_rows", "read_trips"]
+if TYPE_CHECKING:  # read only for zone-id trips; shapely loads on first use
+    from vrvm.trips.zone_files import ZoneFile
+
+__all__ = [
+    "TripFileError",
+    "ZonesNeededError",
+    "expanded_size",
+    "read_layout",
+    "read_rows",
+    "read_trips",
+]
 
 
 class TripFileError(ValueError):
     """A file that cannot be read as a trip table; the message names the file and says
     what was expected."""
+
+
+class ZonesNeededError(ValueError):
+    """Trips given by zone ids, read without the zone file that names them.
+
+    Attributes
+    ----------
+    columns : list of str
+        The file's columns (for a form that asks for the zone file).
+    """
+
+    def __init__(self, message: str, *, columns: list[str]):
+        super().__init__(message)
+        self.columns = columns
 
 
 _PARQUET_MAGIC = b"PAR1"
@@ -260,6 +285,10 @@ def read_trips(
     source: str | None = None,
     require_travel_time: bool = True,
     row_numbers: bool = False,
+    date_format: str | None = None,
+    clock_format: str | None = None,
+    weekday_format: str | None = None,
+    zones: ZoneFile | str | os.PathLike[str] | None = None,
 ) -> tuple[pd.DataFrame, CleaningReport]:
     """Read a trip export (CSV or Parquet) into the canonical table, cleaned, with a report.
 
@@ -276,9 +305,14 @@ def read_trips(
         IANA zone for times without an offset, and the zone of the returned
         ``start_time``. Default: the schema's city zone, else UTC.
     column_map : dict or None, default=None
-        Canonical name (or ``"end_time"``) -> column of the file. Overrides or
-        completes the detected schema's mapping, or defines one (schema
-        ``"custom"``) when no schema matches.
+        Role -> column of the file, with the roles of
+        :data:`vrvm.trips.layouts.ROLES`: ``origin_lat origin_lon dest_lat dest_lon``
+        or ``origin_zone dest_zone``; ``start_time``, or ``start_date`` +
+        ``start_clock`` (or ``start_hour`` [+ ``start_minute``]), or the clock +
+        ``weekday`` for files without a date; ``travel_time_s``,
+        ``travel_time_min`` or ``end_time``. Overrides or completes the detected
+        schema's mapping (a role replaces the schema's roles for the same thing),
+        or defines one (schema ``"custom"``) when no schema matches.
     cleaning : CleaningConfig, dict or None, default=None
         Cleaning thresholds; ``None`` means ``CleaningConfig()``.
     source : str or None, default=None
@@ -293,6 +327,22 @@ def read_trips(
     row_numbers : bool, default=False
         If True, the table starts with an int64 column ``row``: the row number (line
         in the file, header = line 1) of each kept row.
+    date_format : str or None, default=None
+        How dates are written: ``"auto"`` (None), ``"iso"``, ``"dayfirst"``,
+        ``"monthfirst"``, ``"unix_s"``, ``"unix_ms"`` or a strftime pattern
+        (:mod:`vrvm.trips.formats`). Day-first and month-first are never guessed:
+        a file whose dates read both ways raises
+        :class:`~vrvm.trips.formats.TimeFormatError` until this says which.
+    clock_format : {None, "auto", "hh:mm", "hours", "seconds"}, default=None
+        How a ``start_clock`` column is written (detected when None).
+    weekday_format : {None, "names", "iso", "sunday1", "monday0"}, default=None
+        How a ``weekday`` column is written; numbers need it (unless the layout
+        knows), names do not.
+    zones : ZoneFile, path or None, default=None
+        The zone file whose polygons the ``origin_zone`` / ``dest_zone`` ids name
+        (a path is read with its id property detected); each trip end becomes the
+        zone's representative point, and unknown ids are dropped as
+        ``unknown_zone``.
 
     Returns
     -------
@@ -311,7 +361,10 @@ def read_trips(
     UnknownLayoutError
         If no known layout (nor ``column_map``) says which column holds each role;
         the message lists the layouts and the closest match, and the error carries
-        the file's columns. Both are ``ValueError``.
+        the file's columns.
+    TimeFormatError
+        If a date, clock or weekday column's format cannot be told from its values;
+        the message names the column and the readings. All three are ``ValueError``.
     FileNotFoundError
         If a path does not exist.
 
@@ -358,12 +411,25 @@ def read_trips(
     tz = check_zone(tz)
     require_travel_time = check_flag(require_travel_time, "require_travel_time")
     row_numbers = check_flag(row_numbers, "row_numbers")
+    formats = TimeFormats(date_format or "auto", clock_format or "auto", weekday_format)
+    zone_file = _zone_file(zones)
     src = _open_input(path_or_buffer, source)
     raw = _read_raw(src, schema, column_map, require_travel_time)
     layout = raw.layout
-    native_zone = zone_name(raw.frame[layout.mapping["start_time"]].dtype)
+    if layout.needs_zones and zone_file is None:
+        columns = [layout.mapping[r] for r in ("origin_zone", "dest_zone") if r in layout.mapping]
+        raise ZonesNeededError(
+            f"{src.name}: trips are given by zone ids ({', '.join(map(repr, columns))}, "
+            f"layout {layout.schema}: {layout.label}); give the zone file whose polygons "
+            "those ids name: zones=ZoneFile.read(path, id_property=...) in Python, "
+            "--zones FILE.geojson:ID_PROPERTY in the CLI",
+            columns=[str(c) for c in raw.frame.columns],
+        )
+    start_column = layout.mapping.get("start_time")
+    native_zone = zone_name(raw.frame[start_column].dtype) if start_column else None
     zone = tz or layout.zone or native_zone or (None if layout.infer_zone else "UTC")
-    parsed = parse_columns(raw.frame, layout.mapping, zone, layout.unix_is_local)
+    zone_points = None if zone_file is None else zone_file.representative_points
+    parsed = parse_columns(raw.frame, layout, zone, formats, zone_points)
     return clean_parsed(
         parsed,
         raw.rows,
@@ -374,6 +440,57 @@ def read_trips(
         require_duration=require_travel_time,
         row_numbers=row_numbers,
     )
+
+
+def _file_columns(src: _Input) -> list[str]:
+    if src.kind == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return [str(c) for c in pq.ParquetFile(src.handle()).schema_arrow.names]
+        except Exception as err:  # pyarrow raises several unrelated types
+            raise TripFileError(
+                f"{src.name} could not be read as Parquet ({_short(err)}): {_EXPECTED}"
+            ) from None
+    return _read_csv_header(src)[0]
+
+
+def read_layout(
+    path_or_buffer: str | os.PathLike[str] | bytes | IO[bytes] | IO[str],
+    schema: str = "auto",
+    column_map: Mapping[str, str] | None = None,
+    *,
+    source: str | None = None,
+    require_travel_time: bool = True,
+) -> tuple[Layout, list[str]]:
+    """The layout :func:`read_trips` would read a file with, from its header alone.
+
+    Returns the :class:`~vrvm.trips.layouts.Layout` (schema, variant, role -> column)
+    and the file's columns; raises as :func:`read_trips` does.
+
+    Examples
+    --------
+    >>> header = b"hour,minute,weekday,duration,pickup_latitude,pickup_longitude,"
+    >>> header += b"dropoff_latitude,dropoff_longitude\\n"
+    >>> layout, columns = read_layout(header + b"8,15,2,600,40.7,-74.0,40.8,-73.9\\n")
+    >>> layout.schema, layout.weekday_format, layout.mapping["start_hour"]
+    ('nyc_kaggle', 'sunday1', 'hour')
+    """
+    src = _open_input(path_or_buffer, source)
+    columns = _file_columns(src)
+    return resolve_layout(columns, schema, column_map, src.name, require_travel_time), columns
+
+
+def _zone_file(zones) -> ZoneFile | None:
+    if zones is None:
+        return None
+    from vrvm.trips.zone_files import ZoneFile
+
+    if isinstance(zones, ZoneFile):
+        return zones
+    if isinstance(zones, str | os.PathLike):
+        return ZoneFile.read(zones)
+    raise TypeError(f"zones must be a ZoneFile, a path or None, got {type(zones).__name__}")
 
 
 def _decompressing(data: bytes, compression: str | None, name: str):

@@ -12,6 +12,12 @@ trip with the columns of :data:`CANONICAL_COLUMNS`:
 ``travel_time_s``   travel time in seconds (float64)
 ==================  ==============================================================
 
+Trips without a calendar date (files that give only the clock and the weekday) are
+placed in the *reference week*, Monday 1970-01-05 to Sunday 1970-01-11 in local time,
+by their weekday and clock: the model needs only the time of day and the day type, so
+they train and predict like any other trips, and :func:`dateless_mask` tells them
+apart wherever a real date matters (a time span, a split by date).
+
 A *query* has the first five columns (:data:`QUERY_COLUMNS`). The frame's ``attrs``
 record where it came from: ``attrs["schema"]`` (the source layout), ``attrs["tz"]``
 (the IANA zone ``start_time`` is expressed in) and ``attrs["source"]`` (the file name).
@@ -32,8 +38,10 @@ import pandas as pd
 __all__ = [
     "CANONICAL_COLUMNS",
     "QUERY_COLUMNS",
+    "REFERENCE_MONDAY",
     "TARGET_COLUMN",
     "check_trips",
+    "dateless_mask",
     "summarise_trips",
     "travel_times",
     "trip_ids",
@@ -55,6 +63,26 @@ QUERY_COLUMNS: tuple[str, ...] = CANONICAL_COLUMNS[:5]
 """Columns a query needs: the trip without its travel time."""
 
 TARGET_COLUMN = "travel_time_s"
+
+REFERENCE_MONDAY = np.datetime64("1970-01-05")
+"""Local date of the Monday of the reference week that holds trips without a date."""
+
+
+def dateless_mask(start_time: pd.Series) -> np.ndarray:
+    """Which trips carry no calendar date (their local start lies in the reference week).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> times = pd.Series(pd.to_datetime(["1970-01-07 08:15", "2016-03-16 08:15"]))
+    >>> dateless_mask(times.dt.tz_localize("America/New_York")).tolist()
+    [True, False]
+    """
+    times = pd.Series(start_time)
+    if isinstance(times.dtype, pd.DatetimeTZDtype):
+        times = times.dt.tz_localize(None)  # local wall clock
+    days = times.to_numpy(dtype="datetime64[ns]").astype("datetime64[D]")
+    return (days >= REFERENCE_MONDAY) & (days < REFERENCE_MONDAY + np.timedelta64(7, "D"))
 
 
 def check_trips(trips, *, with_target: bool, name: str = "trips") -> pd.DataFrame:

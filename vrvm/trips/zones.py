@@ -8,7 +8,8 @@ their 15-character hexadecimal strings. They serve two purposes:
   hour) stratum in proportion;
 * **maps** - :func:`zone_grid` lists every cell of the service area, with its
   centre and boundary, so that a clickable zone map has no holes, and
-  :func:`zones_geojson` exports it.
+  :func:`zones_geojson` exports it. (The dashboard's zones follow the trips
+  instead: :mod:`vrvm.trips.trip_zones`.)
 
 Geometry is computed as if longitudes did not wrap: service areas crossing the
 antimeridian are not supported.

@@ -33,31 +33,46 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import numpy as np
 import pandas as pd
 
 from vrvm._version import __version__
-from vrvm.services.demo import DEMO_DAY, DEMO_DEPARTURES, DEMO_LEVEL, demo_predictions
+from vrvm.cli._args import (
+    forgetting_factor,
+    fraction,
+    jobs_int,
+    positive_int,
+    seed_int,
+    widths_list,
+)
+from vrvm.cli._output import (
+    ProgressBar,
+    format_demo_table,
+    format_metrics,
+    holdout_summary,
+    print_report,
+    write_table,
+)
+from vrvm.cli._reading import cmd_inspect, reading_options, reading_parser
+from vrvm.services.area_check import check_same_area
+from vrvm.services.demo import demo_predictions
+from vrvm.services.models import default_model_name, model_name
 from vrvm.services.predictions import (
     PREDICTION_COLUMNS,
     SCORE_COLUMNS,
     prediction_table,
     read_queries,
 )
-from vrvm.services.retrain import parse_widths
-from vrvm.trips.cleaning import CleaningReport
-from vrvm.trips.durable import atomic_write
-from vrvm.trips.layouts import SCHEMAS
+from vrvm.trips.home import load_training_trips
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_dir import MODEL_FILE
 from vrvm.trips.model_store import VERSIONS_DIR, ModelStore
 from vrvm.trips.reader import read_trips
 from vrvm.trips.split import split_holdout
-from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, SYNTHETIC_CITY_TZ, synthetic_city
+from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, synthetic_city
 from vrvm.trips.table import trips_sha256
-from vrvm.trips.timezones import check_zone
 
 __all__ = ["build_parser", "main"]
 
@@ -69,118 +84,12 @@ class UsageError(Exception):
 
 
 # --------------------------------------------------------------------------- output
-_CSV_COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
-
-
-def _write_table(frame: pd.DataFrame, out: str, stdout: IO[str]) -> None:
-    """Write CSV (Parquet for ``.parquet``/``.pq``, compressed for ``.gz``...) atomically.
-
-    ``out="-"`` writes CSV to ``stdout``.
-    """
-    if out == "-":
-        frame.to_csv(stdout, index=False)
-        return
-    path = Path(out)
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
-    else:
-        compression = _CSV_COMPRESSION.get(suffix)
-        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=compression))
-
-
-class _ProgressBar:
-    """Plain-text progress on a stream: a redrawn bar on terminals, one line per step else."""
-
-    def __init__(self, stream: IO[str], label: str, width: int = 30):
-        self.stream = stream
-        self.label = label
-        self.width = width
-        self.interactive = bool(getattr(stream, "isatty", lambda: False)())
-
-    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
-        if self.interactive:
-            filled = round(self.width * done / max(total, 1))
-            bar = "#" * filled + "-" * (self.width - filled)
-            end = "\n" if done >= total else ""
-            self.stream.write(f"\r{self.label} [{bar}] {done}/{total}  {elapsed_s:6.1f} s{end}")
-        else:
-            self.stream.write(f"{self.label}: {done}/{total} done ({elapsed_s:.1f} s)\n")
-        self.stream.flush()
 
 
 # --------------------------------------------------------------------------- argument types
-def _int_at_least(low: int, what: str):
-    """argparse type: an integer >= ``low``, described as ``what`` in the error."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
-
-    return parse
-
-
-_positive_int = _int_at_least(1, "a positive integer")
-_seed = _int_at_least(0, "a non-negative integer")
-
-
-def _n_jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value == 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a non-zero integer (-1 for all cores), got {text!r}"
-        )
-    return value
-
-
-def _widths(text: str) -> str | list[float]:
-    try:
-        widths = parse_widths(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected 'auto' or comma-separated positive numbers such as 0.5,1,2; got {text!r}"
-        ) from None
-    return widths if isinstance(widths, str) else list(widths)
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = np.nan
-    if not (0 <= value < 1):
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1) such as 0.2, got {text!r}")
-    return value
-
-
-def _forgetting(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
-
-
-def _time_zone(text: str) -> str:
-    try:
-        return check_zone(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- commands
-def _print_report(report: CleaningReport, what: str, stderr: IO[str]) -> None:
-    stderr.write(f"{what}: {report.summary()}\n")
 
 
 def _fit_with_progress(model, trips: pd.DataFrame, quiet: bool, stderr: IO[str]) -> None:
@@ -194,29 +103,17 @@ def _fit_with_progress(model, trips: pd.DataFrame, quiet: bool, stderr: IO[str])
         )
         stderr.write(f"fitting {model.n_members} members on {len(trips):,} trips ({how}) ...\n")
         stderr.flush()
-    progress = None if quiet else _ProgressBar(stderr, "members")
+    progress = None if quiet else ProgressBar(stderr, "members")
     model.fit(trips, progress=progress)
-
-
-def _holdout_summary(metrics: dict[str, Any]) -> str:
-    coverage = {entry["level"]: entry["coverage"] for entry in metrics["intervals"]}
-    nll = "n/a" if metrics["nll"] is None else f"{metrics['nll']:.3f} nats"
-    crps = "n/a" if metrics["crps_s"] is None else f"{metrics['crps_s']:.1f} s"
-    holdout = metrics["holdout"]
-    return (
-        f"held out {holdout['n_test']:,} trips ({holdout['fraction']:.0%}, split seed "
-        f"{holdout['seed']}): CRPS {crps}, NLL {nll}, 90% interval coverage "
-        f"{coverage[0.9]:.1%}"
-    )
 
 
 def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
     if args.backend != "dask" and args.scheduler is not None:
         raise UsageError("--scheduler needs --backend dask")
     _check_model_target(Path(args.out))  # before the fit, not after it
-    trips, report = read_trips(args.trips, schema=args.schema, tz=args.tz)
+    trips, report = read_trips(args.trips, **reading_options(args))
     if not args.quiet:
-        _print_report(report, "training data", stderr)
+        print_report(report, "training data", stderr)
     if len(trips) == 0:
         raise ValueError(f"{args.trips}: no trips left after cleaning")
     test = None
@@ -227,6 +124,7 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             split_seed = int(np.random.SeedSequence().generate_state(1)[0])
         trips, test = split_holdout(trips, args.holdout, seed=split_seed)
     model = TravelTimeModel(
+        name=args.name or default_model_name(Path(args.trips).name),
         n_members=args.members,
         target=args.target,
         kernel_widths=args.widths,
@@ -255,8 +153,8 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
 
     relevance = model.n_relevance_
     lines = [
-        f"trained {len(model.members_)} members on {len(trips):,} trips in "
-        f"{model.fit_time_s_:.1f} s (target: {args.target})",
+        f"trained “{model_name(model)}”: {len(model.members_)} members on {len(trips):,} "
+        f"trips in {model.fit_time_s_:.1f} s (target: {args.target})",
         "kernel widths: " + ", ".join(f"{w:.4g}" for w in model.kernel_widths_),
         "relevance vectors per member: "
         + ", ".join(str(int(r)) for r in relevance)
@@ -269,7 +167,7 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         ),
     ]
     if metrics is not None:
-        lines.append(_holdout_summary(metrics))
+        lines.append(holdout_summary(metrics, args.units))
     lines.append(f"saved to {args.out}" + (" (with the held-out metrics)" if metrics else ""))
     stdout.write("\n".join(lines) + "\n")
     return 0
@@ -300,24 +198,32 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
         source = target
         _check_model_target(Path(args.out or source))
     model = TravelTimeModel.load(source)
-    trips, report = read_trips(args.trips, schema=args.schema, tz=args.tz)
+    trips, report = read_trips(args.trips, **reading_options(args))
     if not args.quiet:
-        _print_report(report, "update data", stderr)
+        print_report(report, "update data", stderr)
     if len(trips) == 0:
         raise ValueError(f"{args.trips}: no trips left after cleaning")
+    training = load_training_trips(target.parent, model) if is_store else None
+    check = check_same_area(model, trips, training_trips=training)
+    if not check.ok and not args.allow_new_area:
+        raise ValueError(
+            f"update refused: {check.reason} Train a new model on these trips (vrvm train), "
+            "or give --allow-new-area to update anyway"
+        )
     started = time.perf_counter()
     model.update(trips, forgetting=args.forgetting, assign=args.assign)
     elapsed = time.perf_counter() - started
     info = {
         "kind": "update",
         "data": {
-            "source": str(args.trips),
+            "source": Path(args.trips).name,
             "n_trips": len(trips),
             "sha256": trips_sha256(trips),
             "dropped": report.dropped,
         },
         "forgetting": args.forgetting,
         "assign": args.assign,
+        "name": model_name(model),
     }
     if is_store:
         info["parent"] = parent
@@ -335,7 +241,7 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
     model = TravelTimeModel.load(args.model)
-    queries, report = read_queries(args.queries, model, schema=args.schema, tz=args.tz)
+    queries, report = read_queries(args.queries, model, **reading_options(args))
     if report.dropped:
         stderr.write(
             f"vrvm: warning: {report.dropped:,} of {report.n_input:,} query rows could not "
@@ -343,73 +249,33 @@ def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
         )
         stderr.write("\n".join(report.summary().splitlines()[1:]) + "\n")
     out = prediction_table(model, queries, report)
-    _write_table(out, args.out, stdout)
+    write_table(out, args.out, stdout)
     if args.out != "-":
         stderr.write(f"wrote {len(queries):,} predictions to {args.out}\n")
     return 0
 
 
-def _format_metrics(metrics: dict[str, Any], model_path: str, test_path: str, model) -> str:
-    def num(value, fmt: str) -> str:
-        return "n/a" if value is None else format(value, fmt)
-
-    lines = [
-        f"model: {model_path} ({len(model.members_)} members, target {model.target})",
-        f"test data: {test_path} ({metrics['n']:,} trips)",
-        "",
-        f"{'point error':<22}{'median':>12}{'mean':>12}",
-    ]
-    for key, label, fmt in (
-        ("rmse_s", "RMSE (s)", ".1f"),
-        ("mae_s", "MAE (s)", ".1f"),
-        ("mape_pct", "MAPE (%)", ".2f"),
-        ("bias_s", "bias (s)", "+.1f"),
-    ):
-        lines.append(
-            f"  {label:<20}{num(metrics['median'][key], fmt):>12}"
-            f"{num(metrics['mean'][key], fmt):>12}"
-        )
-    lines += [
-        "",
-        f"{'NLL (nats)':<22}{num(metrics['nll'], '.4f'):>12}",
-        f"{'CRPS (s)':<22}{num(metrics['crps_s'], '.1f'):>12}",
-        "",
-        f"{'central interval':<22}{'coverage':>12}{'mean width (s)':>16}",
-    ]
-    for entry in metrics["intervals"]:
-        lines.append(
-            f"  {entry['level']:<20.0%}{entry['coverage']:>12.1%}"
-            f"{num(entry['mean_width_s'], '.1f'):>16}"
-        )
-    pit = metrics["pit"]
-    lines += ["", "PIT histogram (flat = calibrated; 1.00 = expected share):"]
-    edges = pit["bin_edges"]
-    for i, (count, density) in enumerate(zip(pit["counts"], pit["density"], strict=True)):
-        bar = "#" * round(20 * (density or 0.0))
-        lines.append(
-            f"  {edges[i]:.2f}-{edges[i + 1]:.2f} {count:>8,} {num(density, '.2f'):>6} {bar}"
-        )
-    return "\n".join(lines)
-
-
 def _cmd_evaluate(args, stdout: IO[str], stderr: IO[str]) -> int:
     model = TravelTimeModel.load(args.model)
-    trips, report = read_trips(args.test, schema=args.schema, tz=args.tz or model.tz_)
+    options = reading_options(args)
+    options["tz"] = options["tz"] or model.tz_
+    trips, report = read_trips(args.test, **options)
     if not args.quiet:
-        _print_report(report, "test data", stderr)
+        print_report(report, "test data", stderr)
     if len(trips) == 0:
         raise ValueError(f"{args.test}: no trips left after cleaning")
     metrics = model.evaluate(trips)
     if args.json:
         stdout.write(json.dumps(metrics, indent=2) + "\n")
     else:
-        stdout.write(_format_metrics(metrics, args.model, args.test, model) + "\n")
+        label = f"{args.model} (“{model_name(model)}”)"
+        stdout.write(format_metrics(metrics, label, args.test, model, args.units) + "\n")
     return 0
 
 
 def _cmd_demo_data(args, stdout: IO[str], stderr: IO[str]) -> int:
     trips = synthetic_city(args.n, seed=args.seed)
-    _write_table(trips, args.out, stdout)
+    write_table(trips, args.out, stdout)
     city = trips.attrs.get("city", "a synthetic city")
     stderr.write(
         f"wrote {len(trips):,} trips of {city} to {'stdout' if args.out == '-' else args.out}"
@@ -419,45 +285,6 @@ def _cmd_demo_data(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 # --------------------------------------------------------------------------- demo
-def _percent(p: float) -> str:
-    """A probability as a whole percentage, never rounding to a certainty it is not."""
-    if p > 0.995:
-        return ">99%"
-    if p < 0.005:
-        return "<1%"
-    return f"{p:.0%}"
-
-
-def _format_demo_table(examples: pd.DataFrame) -> str:
-    width = max(len("trip"), *(len(t) for t in examples["trip"]))
-    weekday = pd.Timestamp(DEMO_DAY).day_name()
-    tail = round(100 * (1 - DEMO_LEVEL) / 2)
-    level = f"{DEMO_LEVEL:.0%}"
-    lines = [
-        f"Example predictions for {SYNTHETIC_CITY_NAME}: SYNTHETIC trips made up by vrvm,",
-        f"not a real place. Departures on {weekday} {DEMO_DAY}, city clock "
-        f"({SYNTHETIC_CITY_TZ}); in minutes:",
-        f"median and {level} interval ({tail}th-{100 - tail}th percentile) of the "
-        "predicted travel time;",
-        "T: a deadline, the 08:15 median plus a minute, rounded up to whole 5 min;",
-        "P(<=T): the chance to arrive within T; km: straight-line distance.",
-        "",
-        f"{'trip':<{width}}  {'km':>5}  {'departure':<13}{'median':>7}  "
-        f"{f'{level} interval':>12}  {'T':>3}  P(<=T)",
-    ]
-    labels = dict(DEMO_DEPARTURES)
-    previous = None
-    for row in examples.itertuples():
-        first = row.trip != previous
-        previous = row.trip
-        lines.append(
-            f"{row.trip if first else '':<{width}}  "
-            f"{f'{row.distance_km:.1f}' if first else '':>5}  "
-            f"{f'{row.departure} ({labels[row.departure]})':<13}"
-            f"{row.median_min:>7.1f}  {f'{row.lo_min:.1f}-{row.hi_min:.1f}':>12}  "
-            f"{f'{row.deadline_min:.0f}' if first else '':>3}  {_percent(row.p_within):>6}"
-        )
-    return "\n".join(lines)
 
 
 def _cmd_demo(args, stdout: IO[str], stderr: IO[str]) -> int:
@@ -476,7 +303,7 @@ def _cmd_demo(args, stdout: IO[str], stderr: IO[str]) -> int:
         f"trained {len(model.members_)} members on {len(trips):,} synthetic trips in "
         f"{model.fit_time_s_:.1f} s; saved to {args.out}\n\n"
     )
-    stdout.write(_format_demo_table(demo_predictions(model)) + "\n\n")
+    stdout.write(format_demo_table(demo_predictions(model)) + "\n\n")
     stdout.write(
         f"Next: vrvm predict {args.out} QUERIES.csv  (columns origin_lat, origin_lon, "
         "dest_lat, dest_lon, start_time)\n"
@@ -505,19 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "-q", "--quiet", action="store_true", default=False, help="no reports or progress"
     )
-    reading = argparse.ArgumentParser(add_help=False)
-    reading.add_argument(
-        "--schema",
-        choices=("auto", *SCHEMAS),
-        default="auto",
-        help="column layout of the input (default: detected from the header)",
-    )
-    reading.add_argument(
-        "--tz",
-        type=_time_zone,
-        default=None,
-        help="IANA zone of times without an offset",
-    )
+    reading = reading_parser()
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
@@ -530,11 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
         "median minutes, 80% interval and P(arrive within T) for a few trips at 08:15 "
         "and 03:00 on a weekday. Needs no data and no arguments.",
     )
-    demo.add_argument("--trips", type=_positive_int, default=20_000, help="synthetic trips (20000)")
-    demo.add_argument("--seed", type=_seed, default=0, help="seed of data and model (0)")
-    demo.add_argument("--members", type=_positive_int, default=8, help="ensemble size (8)")
+    demo.add_argument("--trips", type=positive_int, default=20_000, help="synthetic trips (20000)")
+    demo.add_argument("--seed", type=seed_int, default=0, help="seed of data and model (0)")
+    demo.add_argument("--members", type=positive_int, default=8, help="ensemble size (8)")
     demo.add_argument(
-        "--n-jobs", type=_n_jobs, default=2, help="parallel members, -1 for all cores (2)"
+        "--n-jobs", type=jobs_int, default=2, help="parallel members, -1 for all cores (2)"
     )
     demo.add_argument(
         "--out", default="models/demo", metavar="DIR", help="model directory (models/demo)"
@@ -551,19 +366,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("trips", metavar="TRIPS", help="trip file (CSV or Parquet)")
     train.add_argument("--out", required=True, metavar="DIR", help="model directory to write")
-    train.add_argument("--members", type=_positive_int, default=8, help="ensemble size (8)")
+    train.add_argument(
+        "--name",
+        default=None,
+        help="the model's name, a city or data-set name shown in every caption "
+        "(default: from the file name)",
+    )
+    train.add_argument(
+        "--units", choices=("s", "min"), default="s", help="unit of printed times (s)"
+    )
+    train.add_argument("--members", type=positive_int, default=8, help="ensemble size (8)")
     train.add_argument(
         "--widths",
-        type=_widths,
+        type=widths_list,
         default="auto",
         metavar="auto|W1,W2,...",
         help="kernel widths in standardised feature units (auto)",
     )
     train.add_argument(
-        "--max-basis", type=_positive_int, default=1000, help="kernel centres per member (1000)"
+        "--max-basis", type=positive_int, default=1000, help="kernel centres per member (1000)"
     )
     train.add_argument(
-        "--n-jobs", type=_n_jobs, default=1, help="parallel members, -1 for all cores (1)"
+        "--n-jobs", type=jobs_int, default=1, help="parallel members, -1 for all cores (1)"
     )
     train.add_argument(
         "--target", choices=("log", "seconds"), default="log", help="modelled scale (log)"
@@ -583,13 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument(
         "--holdout",
-        type=_fraction,
+        type=fraction,
         default=0.0,
         metavar="FRACTION",
         help="hold out this random fraction of the trips (split by --seed), score the "
         "model on it and store the metrics with the model (0: train on all)",
     )
-    train.add_argument("--seed", type=_seed, default=None, help="random seed")
+    train.add_argument("--seed", type=seed_int, default=None, help="random seed")
     train.add_argument(
         "--backend", choices=("loky", "dask"), default="loky", help="parallel backend (loky)"
     )
@@ -634,8 +458,14 @@ def build_parser() -> argparse.ArgumentParser:
     update.add_argument("trips", metavar="TRIPS", help="new trips (CSV or Parquet)")
     update.add_argument("--out", metavar="DIR", help="write the updated model here instead")
     update.add_argument(
+        "--allow-new-area",
+        action="store_true",
+        help="update even when the trips lie mostly outside the model's area "
+        "(refused by default: train a new model instead)",
+    )
+    update.add_argument(
         "--forgetting",
-        type=_forgetting,
+        type=forgetting_factor,
         default=1.0,
         help="exponential forgetting per trip in (0, 1]; 1 keeps all evidence (default)",
     )
@@ -659,7 +489,22 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("model", metavar="DIR", help="model directory")
     evaluate.add_argument("test", metavar="TEST", help="test trip file (CSV or Parquet)")
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    evaluate.add_argument(
+        "--units", choices=("s", "min"), default="s", help="unit of printed times (s)"
+    )
     evaluate.set_defaults(handler=_cmd_evaluate)
+
+    inspect = commands.add_parser(
+        "inspect",
+        parents=[common, reading],
+        help="show how a trip file is read: layout, roles, parsed rows, cleaning",
+        description="Print the detected layout, the role of every column, how dates, "
+        "clocks and weekdays were read, the first ten trips as read and the cleaning "
+        "report. Exit status 0 when the file can be trained on, 1 with the reason when "
+        "not. Try the reading options here before training.",
+    )
+    inspect.add_argument("trips", metavar="TRIPS", help="trip file (CSV or Parquet)")
+    inspect.set_defaults(handler=cmd_inspect)
 
     demo_data = commands.add_parser(
         "demo-data",
@@ -669,10 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
         "canonical CSV file, or Parquet by extension.",
     )
     demo_data.add_argument("--out", required=True, metavar="FILE", help="output file; - for stdout")
-    demo_data.add_argument(
-        "--n", type=_positive_int, default=20_000, help="number of trips (20000)"
-    )
-    demo_data.add_argument("--seed", type=_seed, default=0, help="random seed (0)")
+    demo_data.add_argument("--n", type=positive_int, default=20_000, help="number of trips (20000)")
+    demo_data.add_argument("--seed", type=seed_int, default=0, help="random seed (0)")
     demo_data.set_defaults(handler=_cmd_demo_data)
     return parser
 

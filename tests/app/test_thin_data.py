@@ -1,0 +1,69 @@
+"""The Predict page says how much data stands behind an answer (AppTest, no browser)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest
+
+from vrvm import TravelTimeModel
+from vrvm.services.area import build_service_area
+from vrvm.services.support import origin_support
+from vrvm.trips.home import load_training_trips, model_store
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
+
+
+def labels_of_pairs(home: Path):
+    """Labels of a well-travelled zone pair and of a pair no training trip joins."""
+    model = TravelTimeModel.load(model_store(home).active_path())
+    area = build_service_area(model, trips=load_training_trips(home, model))
+    origin = int(area.grid["n_points"].idxmax())
+    counts = origin_support(area.support, origin, 8 * 60 + 15)["support_trips"].to_numpy()
+    busy, empty = int(np.argmax(counts)), int(np.argmin(counts))
+    assert counts[busy] >= 5 and counts[empty] == 0
+    label = area.grid["label"]
+    return label[origin], label[busy], label[empty], area
+
+
+def test_thin_data_is_said_next_to_the_answer_and_faded_on_the_reach_map(vrvm_home):
+    origin, busy, empty, area = labels_of_pairs(vrvm_home)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params.update(t="2024-03-05T08:15")
+    at.run()
+    at.selectbox(key="od_origin").set_value(origin).run()
+    at.selectbox(key="od_dest").set_value(busy).run()
+    assert not at.exception
+    assert not any("Thin data" in w.value for w in at.warning)
+    assert any("training trips went between these two areas" in c.value for c in at.caption)
+    assert any("ensemble members' medians range" in c.value for c in at.caption)
+    at.selectbox(key="od_dest").set_value(empty).run()
+    assert not at.exception
+    warning = next(w.value for w in at.warning if "Thin data" in w.value)
+    assert "No training trip went between these two areas" in warning
+    # the reach map fades the zones no trip from near the origin went to
+    at.segmented_control(key="predict_mode").set_value("coverage").run()
+    assert not at.exception
+    spec = json.loads(next(d for d in at.get("deck_gl_json_chart") if d.key == "od_map").proto.json)
+    zones = next(layer for layer in spec["layers"] if layer["id"] == "zones")["data"]
+    thin = [z for z in zones if "Thin data" in z["tip"]]
+    assert 0 < len(thin) < len(zones) == len(area.grid)
+    assert all(z["fill"][3] <= 90 for z in thin)
+    assert any("are faded" in c.value for c in at.caption)
+    assert any("Faded: thin data" in m.value for m in at.markdown)  # the legend entry

@@ -1,0 +1,119 @@
+"""The Retrain page's upload on real files and every way of naming columns: the real NYC
+and San Francisco samples without help, the mapping form with formats, recipes that
+remember a mapping, and zone-id trips with a zone file kept in the home."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("streamlit")
+
+from tests.app.test_pages import RETRAIN, metrics, no_exception, run_app, table_with
+from tests.trips.test_formats import _day_first_decimal_hour_csv, _zone_id_version
+from vrvm.trips.home import add_zone_file, recipe_book
+
+
+def _upload(at, name: str, data: bytes):
+    at.file_uploader(key="retrain_upload").upload(name, data, "text/csv").run()
+    no_exception(at)
+    return at
+
+
+def _retrain_page():
+    return run_app().switch_page(RETRAIN).run()
+
+
+def _role(at, role: str):
+    return next(s for s in at.selectbox if (s.key or "").endswith(f"_role_{_fid(at)}_{role}"))
+
+
+def _fid(at) -> str:
+    """The form's file id, from the key of its first role selectbox."""
+    key = next(s.key for s in at.selectbox if (s.key or "").endswith("_origin_lat"))
+    return key[len("retrain_role_") : -len("_origin_lat")]
+
+
+def test_real_nyc_sample_uploads_without_help(vrvm_home, shared_data):
+    at = _upload(_retrain_page(), "nyc.csv", shared_data("nyc_taxi_2016_sample.csv").read_bytes())
+    assert metrics(at)["Kept"] == "8,000"
+    captions = " ".join(c.value for c in at.caption)
+    assert "numbers with Sunday = 1" in captions and "No calendar date" in captions
+    preview = table_with(at, "start (local)")
+    assert preview["start (local)"].iloc[0] == "Thu 10:48"  # weekday and clock, no date
+    assert any(b.label.startswith("Add 8,000 trips") for b in at.button)
+
+
+def test_real_sf_bike_share_uploads_without_help(vrvm_home, shared_data):
+    data = shared_data("sf_bikeshare_2019-02_partial.csv").read_bytes()
+    at = _upload(_retrain_page(), "sf.csv", data)
+    assert int(metrics(at)["Kept"].replace(",", "")) > 14000
+    assert any("America/Los_Angeles (where the trips are)" in c.value for c in at.caption)
+
+
+def test_the_form_reads_day_first_dates_and_decimal_hours_and_keeps_a_recipe(vrvm_home):
+    data = _day_first_decimal_hour_csv().replace("pickup_", "p_").encode()
+    at = _upload(_retrain_page(), "nyc_split.csv", data)
+    assert any("do not match a known export" in w.value for w in at.warning)
+    fid = _fid(at)
+    for role, column in (
+        ("start_date", "p_date"),
+        ("start_clock", "p_time"),
+        ("origin_lat", "p_latitude"),
+        ("origin_lon", "p_longitude"),
+        ("dest_lat", "dropoff_latitude"),
+        ("dest_lon", "dropoff_longitude"),
+        ("travel_time_s", "trip_duration"),
+    ):
+        _role(at, role).set_value(column)
+    at.text_input(key=f"retrain_tz_{fid}").set_value("UTC")
+    at.text_input(key=f"retrain_recipe_{fid}").set_value("taxi course")
+    next(b for b in at.button if b.label == "Read with these columns").click().run()
+    no_exception(at)
+    assert int(metrics(at)["Kept"].replace(",", "")) > 250
+    assert any("'p_date': day-first dates" in c.value for c in at.caption)
+    assert any("Saved the recipe 'taxi course'" in s.value for s in at.success)
+    assert recipe_book(vrvm_home).list()[0].options.column_map["start_date"] == "p_date"
+
+    # The next file with the same header is read with the recipe, without the form.
+    again = _upload(_retrain_page(), "next_month.csv", data)
+    assert not [w for w in again.warning if "known export" in w.value]
+    assert any("recipe “taxi course”" in i.value for i in again.info)
+    assert int(metrics(again)["Kept"].replace(",", "")) > 250
+
+
+def test_ambiguous_dates_ask_for_the_order(vrvm_home):
+    rows = "".join(
+        f"{d}/0{m}/2016 0{h}:30,{600 + i},41.88,-87.63,41.90,-87.65\n"
+        for i, (d, m, h) in enumerate([(3, 4, 8), (5, 6, 9), (1, 2, 7)] * 5)
+    )
+    data = ("start_time,travel_time_s,origin_lat,origin_lon,dest_lat,dest_lon\n" + rows).encode()
+    at = _upload(_retrain_page(), "amb.csv", data)
+    assert any("read both day-first (3 April 2016)" in w.value for w in at.warning)
+    fid = _fid(at)
+    assert at.selectbox(key=f"retrain_date_{fid}").value == "dayfirst"  # the first choice
+    at.selectbox(key=f"retrain_date_{fid}").set_value("monthfirst")
+    next(b for b in at.button if b.label == "Read with these columns").click().run()
+    no_exception(at)
+    assert metrics(at)["Kept"] == "15"
+    assert table_with(at, "start (local)")["start (local)"].iloc[0] == "2016-03-04 08:30"
+
+
+def test_zone_id_trips_with_a_zone_file_kept_in_the_home(vrvm_home, shared_data, tmp_path):
+    path, _, _ = _zone_id_version(shared_data, tmp_path)
+    add_zone_file(
+        vrvm_home,
+        "nyc_taxi_zones",
+        shared_data("nyc_taxi_zones.geojson").read_bytes(),
+        id_property="LocationID",
+    )
+    at = _upload(_retrain_page(), "yellow.csv", path.read_bytes())
+    assert any("given by zone ids" in e.value for e in [*at.error, *at.warning])
+    fid = _fid(at)
+    at.selectbox(key=f"retrain_zones_{fid}").set_value("nyc_taxi_zones")
+    next(b for b in at.button if b.label == "Read with these columns").click().run()
+    no_exception(at)
+    assert int(metrics(at)["Kept"].replace(",", "")) > 7000
+    reasons = table_with(at, "reason")
+    assert "unknown_zone" in reasons["reason"].tolist()
+    assert isinstance(reasons, pd.DataFrame)

@@ -1,0 +1,160 @@
+"""What the command line prints: tables written atomically, progress, reports, metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any
+
+import pandas as pd
+
+from vrvm.services.demo import DEMO_DAY, DEMO_DEPARTURES, DEMO_LEVEL
+from vrvm.services.units import format_metric, metric_label, metric_value
+from vrvm.trips.cleaning import CleaningReport
+from vrvm.trips.durable import atomic_write
+from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, SYNTHETIC_CITY_TZ
+
+_CSV_COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
+
+
+def write_table(frame: pd.DataFrame, out: str, stdout: IO[str]) -> None:
+    """Write CSV (Parquet for ``.parquet``/``.pq``, compressed for ``.gz``...) atomically.
+
+    ``out="-"`` writes CSV to ``stdout``.
+    """
+    if out == "-":
+        frame.to_csv(stdout, index=False)
+        return
+    path = Path(out)
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    else:
+        compression = _CSV_COMPRESSION.get(suffix)
+        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=compression))
+
+
+class ProgressBar:
+    """Plain-text progress on a stream: a redrawn bar on terminals, one line per step else."""
+
+    def __init__(self, stream: IO[str], label: str, width: int = 30):
+        self.stream = stream
+        self.label = label
+        self.width = width
+        self.interactive = bool(getattr(stream, "isatty", lambda: False)())
+
+    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
+        if self.interactive:
+            filled = round(self.width * done / max(total, 1))
+            bar = "#" * filled + "-" * (self.width - filled)
+            end = "\n" if done >= total else ""
+            self.stream.write(f"\r{self.label} [{bar}] {done}/{total}  {elapsed_s:6.1f} s{end}")
+        else:
+            self.stream.write(f"{self.label}: {done}/{total} done ({elapsed_s:.1f} s)\n")
+        self.stream.flush()
+
+
+def print_report(report: CleaningReport, what: str, stderr: IO[str]) -> None:
+    stderr.write(f"{what}: {report.summary()}\n")
+
+
+def holdout_summary(metrics: dict[str, Any], units: str = "s") -> str:
+    coverage = {entry["level"]: entry["coverage"] for entry in metrics["intervals"]}
+    holdout = metrics["holdout"]
+    return (
+        f"held out {holdout['n_test']:,} trips ({holdout['fraction']:.0%}, split seed "
+        f"{holdout['seed']}): CRPS {format_metric('crps_s', metrics['crps_s'], units)}, "
+        f"NLL {format_metric('nll', metrics['nll'])}, 90% interval coverage "
+        f"{format_metric('coverage', coverage[0.9])}"
+    )
+
+
+def format_metrics(
+    metrics: dict[str, Any], model_label: str, test_path: str, model, units: str = "s"
+) -> str:
+    """The scores of ``vrvm evaluate`` as a table; times in ``units`` (s or min)."""
+
+    def num(name: str, value, fmt: str) -> str:
+        shown = metric_value(name, value, units)
+        return "n/a" if shown is None else format(shown, fmt)
+
+    time_fmt = ".1f" if units == "s" else ".2f"
+    lines = [
+        f"model: {model_label} ({len(model.members_)} members, target {model.target})",
+        f"test data: {test_path} ({metrics['n']:,} trips)",
+        "",
+        f"{'point error':<22}{'median':>12}{'mean':>12}",
+    ]
+    for key, fmt in (
+        ("rmse_s", time_fmt),
+        ("mae_s", time_fmt),
+        ("mape_pct", ".2f"),
+        ("bias_s", "+" + time_fmt),
+    ):
+        label = metric_label(key, units)
+        lines.append(
+            f"  {label:<20}{num(key, metrics['median'][key], fmt):>12}"
+            f"{num(key, metrics['mean'][key], fmt):>12}"
+        )
+    width_label = f"mean width ({units})"
+    lines += [
+        "",
+        f"{metric_label('nll'):<22}{num('nll', metrics['nll'], '.4f'):>12}",
+        f"{metric_label('crps_s', units):<22}{num('crps_s', metrics['crps_s'], time_fmt):>12}",
+        "",
+        f"{'central interval':<22}{'coverage':>12}{width_label:>16}",
+    ]
+    for entry in metrics["intervals"]:
+        lines.append(
+            f"  {entry['level']:<20.0%}{entry['coverage']:>12.1%}"
+            f"{num('mean_width_s', entry['mean_width_s'], time_fmt):>16}"
+        )
+    pit = metrics["pit"]
+    lines += ["", "PIT histogram (flat = calibrated; 1.00 = expected share):"]
+    edges = pit["bin_edges"]
+    for i, (count, density) in enumerate(zip(pit["counts"], pit["density"], strict=True)):
+        bar = "#" * round(20 * (density or 0.0))
+        lines.append(
+            f"  {edges[i]:.2f}-{edges[i + 1]:.2f} {count:>8,} {'n/a' if density is None else format(density, '.2f'):>6} {bar}"
+        )
+    return "\n".join(lines)
+
+
+def percent(p: float) -> str:
+    """A probability as a whole percentage, never rounding to a certainty it is not."""
+    if p > 0.995:
+        return ">99%"
+    if p < 0.005:
+        return "<1%"
+    return f"{p:.0%}"
+
+
+def format_demo_table(examples: pd.DataFrame) -> str:
+    width = max(len("trip"), *(len(t) for t in examples["trip"]))
+    weekday = pd.Timestamp(DEMO_DAY).day_name()
+    tail = round(100 * (1 - DEMO_LEVEL) / 2)
+    level = f"{DEMO_LEVEL:.0%}"
+    lines = [
+        f"Example predictions for {SYNTHETIC_CITY_NAME}: SYNTHETIC trips made up by vrvm,",
+        f"not a real place. Departures on {weekday} {DEMO_DAY}, city clock "
+        f"({SYNTHETIC_CITY_TZ}); in minutes:",
+        f"median and {level} interval ({tail}th-{100 - tail}th percentile) of the "
+        "predicted travel time;",
+        "T: a deadline, the 08:15 median plus a minute, rounded up to whole 5 min;",
+        "P(<=T): the chance to arrive within T; km: straight-line distance.",
+        "",
+        f"{'trip':<{width}}  {'km':>5}  {'departure':<13}{'median':>7}  "
+        f"{f'{level} interval':>12}  {'T':>3}  P(<=T)",
+    ]
+    labels = dict(DEMO_DEPARTURES)
+    previous = None
+    for row in examples.itertuples():
+        first = row.trip != previous
+        previous = row.trip
+        lines.append(
+            f"{row.trip if first else '':<{width}}  "
+            f"{f'{row.distance_km:.1f}' if first else '':>5}  "
+            f"{f'{row.departure} ({labels[row.departure]})':<13}"
+            f"{row.median_min:>7.1f}  {f'{row.lo_min:.1f}-{row.hi_min:.1f}':>12}  "
+            f"{f'{row.deadline_min:.0f}' if first else '':>3}  {percent(row.p_within):>6}"
+        )
+    return "\n".join(lines)
