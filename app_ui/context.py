@@ -2,7 +2,9 @@
 
 The model is loaded with ``st.cache_resource`` keyed by its path and version, so a page
 rerun never reloads it and publishing a new version simply makes the next run load (and
-cache) the new one; a published model object is never mutated.
+cache) the new one; a published model object is never mutated. The zones are the
+hexagons of its training trips, or the polygons of the zone file chosen in the sidebar
+(cached by that file's fingerprint as well).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from app_ui import sidebar
-from vrvm import ModelFormatError, TravelTimeModel
+from vrvm import ModelFormatError, TravelTimeModel, ZoneFile
 from vrvm.services import area as area_svc
 from vrvm.services import demo, models
 from vrvm.services.area import ServiceArea
@@ -43,15 +45,44 @@ def _training_trips(home: str, path: str, version: int) -> pd.DataFrame | None:
     return models.load_training_trips(Path(home), _load_model(path, version))
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _zone_polygons(home: str, name: str, fingerprint: str, added_at: str) -> ZoneFile:
+    del fingerprint, added_at  # the cache key: a replaced file is read again
+    return area_svc.load_zone_choice(home, name)
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _service_area(
-    home: str, path: str, version: int, boundaries_key: str, _boundaries: dict | None
+    home: str,
+    path: str,
+    version: int,
+    boundaries_key: str,
+    _boundaries: dict | None,
+    zones_key: str = "",
+    _zones: ZoneFile | None = None,
 ) -> ServiceArea:
-    del boundaries_key  # the cache key of _boundaries (dicts are not hashed)
+    del boundaries_key, zones_key  # the cache keys of _boundaries and _zones (not hashed)
     model = _load_model(path, version)
     return area_svc.build_service_area(
-        model, trips=_training_trips(home, path, version), boundaries=_boundaries
+        model, trips=_training_trips(home, path, version), boundaries=_boundaries, zones=_zones
     )
+
+
+def _clickable_area(home: Path, path: Path, version: int, boundaries) -> ServiceArea:
+    """The area of the zones chosen in the sidebar; hexagons when the choice cannot be used."""
+    key, document, _ = boundaries or ("", None, "")
+    hexagons = (str(home), str(path), version, key, document)
+    try:
+        entry = area_svc.zone_choice(home)
+        if entry is None:
+            return _service_area(*hexagons)
+        zones = _zone_polygons(str(home), entry.name, entry.fingerprint, entry.added_at)
+        if key == entry.fingerprint:
+            document = None  # the same polygons: drawn once, as the zones
+        return _service_area(str(home), str(path), version, key, document, entry.fingerprint, zones)
+    except (KeyError, ValueError, OSError) as exc:
+        st.warning(f"The chosen zone file cannot be used, so the map shows hexagons: {exc}")
+        return _service_area(*hexagons)
 
 
 @st.cache_resource(show_spinner=False)
@@ -112,8 +143,7 @@ def get_context() -> ModelContext:
         version, path = active
         model = _load_model(str(path), version)
         trips = _training_trips(str(home), str(path), version)
-        key, boundaries, _ = sidebar.boundaries() or ("", None, "")
-        area = _service_area(str(home), str(path), version, key, boundaries)
+        area = _clickable_area(home, path, version, sidebar.boundaries())
         _warm_up_charts()
     except (ModelFormatError, ValueError) as exc:
         _model_problem(home, exc)

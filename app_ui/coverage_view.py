@@ -48,7 +48,8 @@ def show_options(key: str) -> tuple[str, float]:
 def compute(ctx: ModelContext, origin: Place, departure, threshold_min: float, metric: str):
     """The coverage grid and the map's fill colours, tooltips and legend."""
     grid = coverage.coverage_grid(ctx.model, ctx.area, origin, departure, threshold_min)
-    fill, tips, legend = coverage.coverage_map(grid, metric, threshold_min)
+    near = ctx.area.kind != "polygons"  # polygons: trips from the origin's zone only
+    fill, tips, legend = coverage.coverage_map(grid, metric, threshold_min, near=near)
     return grid, fill, tips, legend
 
 
@@ -117,9 +118,10 @@ def show_results(
     )
     thin = ""
     if summary.get("n_thin"):
+        where = "from near the origin" if ctx.area.kind != "polygons" else "from the origin's zone"
         thin = (
             f" {summary['n_thin']} of {summary['n_zones']} zones are faded: fewer than "
-            f"{summary['thin_trips']} training trips went there from near the origin, so "
+            f"{summary['thin_trips']} training trips went there {where}, so "
             "their answers rest on thin data."
         )
     st.caption(

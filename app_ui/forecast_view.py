@@ -42,6 +42,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         resolution=ctx.area.resolution,
         area=ctx.area,
     )
+    observed, rings = answer.observed, answer.observed_rings
     result = answer.forecast
     eighty = result.intervals.set_index("level").loc[0.8]
     cols = st.columns(4)
@@ -101,9 +102,9 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
     st.plotly_chart(
         charts.profile_figure(
             answer.profile,
-            answer.observed,
+            observed,
             departure_hour=local.hour + local.minute / 60.0,
-            rings=answer.observed_rings,
+            rings=rings,
             synthetic=ctx.synthetic,
         ),
         key=f"{key}_profile",
@@ -114,8 +115,8 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         f"Departures through {local:%A %d %b} ({weekday}), every 15 minutes; bands hold 50, 80 "
         "and 90 % of trips."
     )
-    if len(answer.observed):
-        note += f" Dots: {len(answer.observed)} observed training trips (all days) for this pair."
+    if len(observed):
+        note += f" Dots: {len(observed)} observed training trips (all days) for this pair."
     elif ctx.trips is None:
         note += " The training trips of this model were not kept, so none are overlaid."
     else:

@@ -3,7 +3,8 @@
 The layer data and colours come from :mod:`vrvm.services.map_layers`,
 :mod:`vrvm.services.boundaries` and :mod:`vrvm.services.colours`; this module only puts
 them into deck.gl layers. Without a basemap (the offline default) the zones and boundary
-layers are the whole map.
+layers are the whole map. Hexagon zones are drawn in the browser from their H3 ids; a
+planner's polygon zones (taxi zones, community areas) as GeoJSON features.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ _LINE_STYLE = {
 _AREA_STYLE = {
     "downtown": ([240, 200, 120, 60], [200, 140, 40, 200]),
     "city_limits": ([0, 0, 0, 0], [110, 110, 110, 160]),
+    # polygons of the clickable zone file that no trip reaches: drawn faintly, not picked
+    "idle_zone": ([200, 200, 200, 25], [150, 150, 150, 90]),
 }
 
 
@@ -82,6 +85,84 @@ def boundary_layers(boundaries: dict | None) -> list[pdk.Layer]:
     return layers
 
 
+def _zone_layers(area: ServiceArea, data: pd.DataFrame, od_data: pd.DataFrame):
+    """The clickable zone layer (id ``zones``) and the origin/destination outlines."""
+    common = {"stroked": True, "pickable": False}
+    if area.kind == "polygons":
+        zones = pdk.Layer(
+            "GeoJsonLayer",
+            map_layers.zone_features(area, data),
+            id=ZONE_LAYER,
+            get_fill_color="properties.fill",
+            get_line_color=[90, 90, 90, 140],
+            line_width_min_pixels=1,
+            filled=True,
+            **{**common, "pickable": True},
+            auto_highlight=True,
+            highlight_color=[255, 214, 0, 140],
+        )
+        od_zones = pdk.Layer(
+            "GeoJsonLayer",
+            map_layers.zone_features(area, od_data),
+            id="od-zones",
+            get_line_color="properties.line",
+            line_width_min_pixels=4,
+            filled=False,
+            **common,
+        )
+        return zones, od_zones
+    # Hexagons drawn in the browser from their H3 ids: a tenth of the JSON of polygons.
+    zones = pdk.Layer(
+        "H3HexagonLayer",
+        data,
+        id=ZONE_LAYER,
+        get_hexagon="zone",
+        get_fill_color="fill",
+        get_line_color=[90, 90, 90, 110],
+        line_width_min_pixels=1,
+        filled=True,
+        extruded=False,
+        **{**common, "pickable": True},
+        auto_highlight=True,
+        highlight_color=[255, 214, 0, 140],
+    )
+    od_zones = pdk.Layer(
+        "H3HexagonLayer",
+        od_data,
+        id="od-zones",
+        get_hexagon="zone",
+        get_line_color="line",
+        line_width_min_pixels=4,
+        filled=False,
+        extruded=False,
+        **common,
+    )
+    return zones, od_zones
+
+
+def _zone_outline(area: ServiceArea) -> pdk.Layer:
+    """Every zone, faint and not pickable (under the relevance-vector arcs)."""
+    style = {
+        "get_fill_color": [120, 130, 140, 14],
+        "get_line_color": [120, 120, 120, 60],
+        "line_width_min_pixels": 1,
+        "stroked": True,
+        "filled": True,
+        "pickable": False,
+    }
+    if area.kind == "polygons":
+        features = map_layers.zone_features(area, area.grid[["zone"]])
+        return pdk.Layer("GeoJsonLayer", features, id="zones-outline", **style)
+    return pdk.Layer(
+        "H3HexagonLayer",
+        area.grid[["zone"]],
+        id="zones-outline",
+        get_hexagon="zone",
+        extruded=False,
+        **style,
+    )
+
+
 class CompactDeck(pdk.Deck):
     """A ``pydeck.Deck`` whose JSON has no indentation.
 
@@ -123,34 +204,7 @@ def zone_deck(
     boundaries = boundary_layers(area.boundaries)
     areas = [layer for layer in boundaries if layer.id == "boundaries-areas"]
     overlays = [layer for layer in boundaries if layer.id != "boundaries-areas"]
-    # Hexagons drawn in the browser from their H3 ids: a tenth of the JSON of polygons.
-    zones = pdk.Layer(
-        "H3HexagonLayer",
-        data,
-        id=ZONE_LAYER,
-        get_hexagon="zone",
-        get_fill_color="fill",
-        get_line_color=[90, 90, 90, 110],
-        line_width_min_pixels=1,
-        stroked=True,
-        filled=True,
-        extruded=False,
-        pickable=True,
-        auto_highlight=True,
-        highlight_color=[255, 214, 0, 140],
-    )
-    od_zones = pdk.Layer(
-        "H3HexagonLayer",
-        map_layers.od_zone_data(state),
-        id="od-zones",
-        get_hexagon="zone",
-        get_line_color="line",
-        line_width_min_pixels=4,
-        stroked=True,
-        filled=False,
-        extruded=False,
-        pickable=False,
-    )
+    zones, od_zones = _zone_layers(area, data, map_layers.od_zone_data(state))
     markers = map_layers.marker_data(state)
     layers = [*areas, zones, *overlays, od_zones]
     if len(markers):
@@ -213,19 +267,7 @@ def arc_deck(
     data["travel_min"] = data["travel_min"].round(1)
     data["weight"] = data["weight"].round(4)
     data["width"] = data["width"].round(3)
-    outline = pdk.Layer(
-        "H3HexagonLayer",
-        area.grid[["zone"]],
-        id="zones-outline",
-        get_hexagon="zone",
-        get_fill_color=[120, 130, 140, 14],
-        get_line_color=[120, 120, 120, 60],
-        line_width_min_pixels=1,
-        stroked=True,
-        filled=True,
-        extruded=False,
-        pickable=False,
-    )
+    outline = _zone_outline(area)
     arcs = pdk.Layer(
         "ArcLayer",
         data,

@@ -5,7 +5,10 @@ another page is shown, so the setting lives in this key, which the widget only w
 to. Boundary files are kept in the data home (:mod:`vrvm.services.boundaries`), not in
 the session: an upload is saved there and shown on the map, and stays after a restart
 until it is removed; ``settings_boundary_seen`` holds the last upload handled (and its
-error, if it was refused) so a rerun does not save it again.
+error, if it was refused) so a rerun does not save it again. The map's clickable zones
+are the hexagons of the training trips or the polygons of a kept zone file
+(``settings_zone_choice``), a choice also kept in the data home
+(:func:`vrvm.services.area.set_zone_choice`).
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import hashlib
 
 import streamlit as st
 
+from vrvm.services import area as area_svc
 from vrvm.services import boundaries as boundaries_svc
 from vrvm.services import models
 
 SETTINGS_BASEMAP = "settings_basemap"
 SETTINGS_BOUNDARY_SEEN = "settings_boundary_seen"
 NO_BOUNDARIES = "(none)"
+HEXAGONS = "Hexagons (from the trips)"
+SETTINGS_ZONE_CHOICE = "settings_zone_choice"
 
 PAGES = (
     ("app.py", "Predict", ":material/route:"),
@@ -78,6 +84,28 @@ def _show(widget_key: str) -> None:
     boundaries_svc.show_boundaries(models.data_home(), name)
 
 
+def _choose_zones(widget_key: str) -> None:
+    choice = st.session_state[widget_key]
+    area_svc.set_zone_choice(models.data_home(), None if choice == HEXAGONS else choice)
+
+
+def zone_choice_control(saved) -> None:
+    """Which zones the map's clicks pick: the trips' hexagons or a kept zone file's polygons."""
+    chosen = area_svc.zone_choice(models.data_home())
+    # the widget shows what the home says (another session may have changed it)
+    st.session_state[SETTINGS_ZONE_CHOICE] = chosen.name if chosen else HEXAGONS
+    st.selectbox(
+        "Clickable zones",
+        [HEXAGONS, *(entry.name for entry in saved)],
+        key=SETTINGS_ZONE_CHOICE,
+        on_change=_choose_zones,
+        args=(SETTINGS_ZONE_CHOICE,),
+        help="Pick origins and destinations by hexagon, or by the polygons of a kept zone "
+        "file (taxi zones, community areas): those holding training trip ends can be "
+        "clicked, the reach map colours them and its downloads carry them.",
+    )
+
+
 def _remove(name: str) -> None:
     boundaries_svc.remove_boundaries(models.data_home(), name)
 
@@ -126,6 +154,7 @@ def map_settings() -> None:
         saved = boundaries_svc.saved_boundaries(home)
         if not saved:
             return
+        zone_choice_control(saved)
         shown = boundaries_svc.shown_boundaries(home)
         options = [NO_BOUNDARIES, *(entry.name for entry in saved)]
         # the widget shows what the home says (another session may have changed it)

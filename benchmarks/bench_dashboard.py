@@ -170,7 +170,7 @@ def main() -> None:
     def od_answer(figures: bool) -> None:
         origin, dest = random_pair()
         answer = forecast.answer_od(
-            model, origin, dest, departure, 15, trips=trips, resolution=area.resolution
+            model, origin, dest, departure, 15, trips=trips, resolution=area.resolution, area=area
         )
         if figures:
             charts.density_figure(answer.density, answer.forecast).to_json()

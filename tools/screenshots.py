@@ -1,6 +1,7 @@
 """Take the dashboard screenshots in ``assets/`` from the real app in headless Chromium.
 
     python tools/screenshots.py [--home DIR] [--out assets]
+    python tools/screenshots.py --city ../shared/data/nyc_taxi_2016_sample.csv --prefix nyc
 
 Starts ``streamlit run app.py`` on a free port with ``VRVM_HOME=DIR`` (default: a
 temporary copy-free directory, so the first start trains the demo model), then:
@@ -12,6 +13,10 @@ temporary copy-free directory, so the first start trains the demo model), then:
 * Retrain: adds the synthetic demo trips, trains a small candidate and waits for the
   hold-out evaluation -> ``retrain.png`` (in a scratch copy of the home, so the given
   home's store is not changed).
+
+With ``--city FILE --prefix NAME`` it trains the default model on a real trip file in a
+scratch home instead (read with :func:`vrvm.read_trips`, no options) and takes the
+Predict and coverage pages of that city -> ``NAME_predict.png``, ``NAME_coverage.png``.
 
 Needs Chromium at /usr/bin/chromium (``apt-get install chromium``) and Playwright.
 """
@@ -56,12 +61,63 @@ def shoot(page, path: Path) -> None:
     page.set_viewport_size({"width": 1440, "height": 1000})
 
 
+def city_home(path: Path, home: Path) -> None:
+    """Train the default model on a real trip file and publish it in ``home``."""
+    from vrvm import TravelTimeModel, read_trips
+    from vrvm.services.models import default_model_name, publish_model
+
+    trips, report = read_trips(path)
+    print(report)
+    model = TravelTimeModel(name=default_model_name(path.name), random_state=0, n_jobs=2)
+    model.fit(trips)
+    publish_model(home, model, metrics=None, info={"kind": "train"}, training_trips=trips)
+
+
+def predict_and_coverage(url: str, home: Path, out: Path, prefix: str = "") -> None:
+    """The Predict page with two busy zones picked, then the coverage map."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        # a weekday morning peak, through a shared link
+        page.goto(f"{url}/?t=2024-03-05T08:15&thr=20")
+        page.wait_for_selector("canvas", timeout=180_000)
+        page.wait_for_timeout(2500)
+        canvas = page.locator("canvas").first
+        box = canvas.bounding_box()
+        for label, x, y in two_zones(home, box["width"], box["height"]):
+            click_zone(page, canvas, label, x, y)
+        page.get_by_text("Predictive distribution of the travel time").wait_for(timeout=30_000)
+        page.wait_for_timeout(2500)
+        shoot(page, out / f"{prefix}predict.png")
+
+        page.get_by_text("Reach from an origin").click()
+        page.get_by_text("Download GeoJSON").wait_for(timeout=30_000)
+        page.wait_for_timeout(2500)
+        shoot(page, out / f"{prefix}coverage.png")
+        browser.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "assets")
+    parser.add_argument("--city", type=Path, default=None, help="a real trip file")
+    parser.add_argument("--prefix", default="city", help="file name prefix with --city")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
+
+    if args.city is not None:
+        scratch = Path(tempfile.mkdtemp(prefix="vrvm-shots-"))
+        try:
+            city_home(args.city, scratch / "home")
+            with streamlit_server(scratch / "home", scratch / "streamlit.log") as url:
+                predict_and_coverage(url, scratch / "home", args.out, f"{args.prefix}_")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print(f"screenshots written to {args.out}")
+        return
 
     scratch = Path(tempfile.mkdtemp(prefix="vrvm-shots-"))
     home = args.home or scratch / "home"
@@ -69,28 +125,10 @@ def main() -> None:
     try:
         # the first start trains the demo model: allow for it
         with streamlit_server(home, scratch / "streamlit.log", timeout_s=180) as url:
+            predict_and_coverage(url, home, args.out)
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
-                # a weekday morning peak, through a shared link
-                page.goto(f"{url}/?t=2024-03-05T08:15&thr=20")
-                page.wait_for_selector("canvas", timeout=180_000)
-                page.wait_for_timeout(2500)
-                canvas = page.locator("canvas").first
-                box = canvas.bounding_box()
-                for label, x, y in two_zones(home, box["width"], box["height"]):
-                    click_zone(page, canvas, label, x, y)
-                page.get_by_text("Predictive distribution of the travel time").wait_for(
-                    timeout=30_000
-                )
-                page.wait_for_timeout(2500)
-                shoot(page, args.out / "predict.png")
-
-                page.get_by_text("Reach from an origin").click()
-                page.get_by_text("Download GeoJSON").wait_for(timeout=30_000)
-                page.wait_for_timeout(2500)
-                shoot(page, args.out / "coverage.png")
-
                 page.goto(f"{url}/Relevance_vectors")
                 page.wait_for_selector("canvas", timeout=60_000)
                 page.get_by_text("ELBO per iteration").wait_for(timeout=30_000)

@@ -336,3 +336,42 @@ def test_zone_id_trips_become_representative_points(shared_data, tmp_path):
     # end_time - start_time gives the travel times back; intra-zone trips are kept.
     assert report.n_kept > 7000
     assert (frame["PULocationID"] == frame["DOLocationID"]).any()
+
+
+@pytest.mark.parametrize(
+    ("header", "schema", "label"),
+    [
+        (
+            "VendorID,lpep_pickup_datetime,Lpep_dropoff_datetime,Pickup_longitude,"
+            "Pickup_latitude,Dropoff_longitude,Dropoff_latitude,Trip_distance",
+            "nyc_tlc",
+            "green 2013-2016",
+        ),
+        (
+            "VendorID,tpep_pickup_datetime,tpep_dropoff_datetime,PULocationID,DOLocationID",
+            "nyc_tlc",
+            "yellow 2016 on, taxi zone ids (with the taxi zone file)",
+        ),
+        (
+            "VendorID,lpep_pickup_datetime,lpep_dropoff_datetime,PULocationID,DOLocationID",
+            "nyc_tlc",
+            "green 2016 on, taxi zone ids (with the taxi zone file)",
+        ),
+        (
+            "Trip ID,Trip Start Timestamp,Trip End Timestamp,Trip Seconds,Trip Miles,"
+            "Pickup Community Area,Dropoff Community Area,Fare",
+            "chicago",
+            "portal export, community areas (with a zone file)",
+        ),
+        (
+            "Trip ID,Trip Start Timestamp,Trip Seconds,Pickup Centroid Latitude,"
+            "Pickup Centroid Longitude,Dropoff Centroid Latitude,Dropoff Centroid Longitude,"
+            "Pickup Community Area,Dropoff Community Area,Shared Trip Authorized",
+            "chicago",
+            "portal export",  # TNP ride-hail exports: coordinates win over areas
+        ),
+    ],
+)
+def test_public_layouts_are_recognised(header, schema, label):
+    layout, _ = read_layout((header + "\n").encode())
+    assert (layout.schema, layout.label) == (schema, label)

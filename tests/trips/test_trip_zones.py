@@ -10,7 +10,14 @@ import pytest
 from vrvm import read_trips
 from vrvm.trips.geo import LocalProjection
 from vrvm.trips.synthetic import synthetic_city
-from vrvm.trips.trip_zones import EDGE_RINGS, FILL_RINGS, trip_zones, zone_neighbours
+from vrvm.trips.trip_zones import (
+    EDGE_RINGS,
+    FILL_RINGS,
+    trip_polygons,
+    trip_zones,
+    zone_neighbours,
+)
+from vrvm.trips.zone_files import ZoneFile
 from vrvm.trips.zones import latlng_to_zone
 
 # The three bike-share systems of the SF file, by longitude (the bay lies between).
@@ -187,3 +194,28 @@ def test_chicago_zones(shared_data):
     lat_lo, lon_lo, lat_hi, lon_hi = tz.focus_bbox
     assert lat_lo < 41.8837 < lat_hi and lon_lo < -87.6325 < lon_hi
     assert lon_hi < -87.5  # not out over Lake Michigan
+
+
+def test_trip_polygons_match_a_point_by_point_lookup(shared_data):
+    """Chicago trips in community areas: counts and rows as zone_of finds them one by one."""
+    trips, _ = read_trips(shared_data("chicago_taxi_trips.csv"))
+    trips = trips.iloc[:2000].copy()
+    trips.loc[trips.index[0], "origin_lat"] = np.nan  # in no polygon
+    zones = ZoneFile.read(shared_data("chicago_community_areas.geojson"), id_property="area_numbe")
+    found = trip_polygons(
+        zones, trips["origin_lat"], trips["origin_lon"], trips["dest_lat"], trips["dest_lon"]
+    )
+    ids = np.append(zones.ids[found.positions], None)  # row -1: outside
+    for lat, lon, rows in (
+        ("origin_lat", "origin_lon", found.origin_row),
+        ("dest_lat", "dest_lon", found.dest_row),
+    ):
+        points = zip(trips[lat], trips[lon], strict=True)
+        one_by_one = [zones.zone_of([a], [b])[0] for a, b in points]
+        assert ids[rows].tolist() == one_by_one
+    assert found.origin_row[0] == -1
+    ends = np.concatenate([ids[found.origin_row], ids[found.dest_row]])
+    counts = pd.Series(ends).dropna().value_counts()
+    assert dict(zip(ids[:-1], found.n_points.tolist(), strict=True)) == counts.to_dict()
+    assert np.all(np.diff(found.positions) > 0) and found.n_points.min() >= 1
+    assert 0.99 < found.covered_share <= 1.0

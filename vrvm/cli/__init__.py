@@ -206,10 +206,7 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
     training = load_training_trips(target.parent, model) if is_store else None
     check = check_same_area(model, trips, training_trips=training)
     if not check.ok and not args.allow_new_area:
-        raise ValueError(
-            f"update refused: {check.reason} Train a new model on these trips (vrvm train), "
-            "or give --allow-new-area to update anyway"
-        )
+        raise ValueError(f"update refused: {check.reason} (--allow-new-area updates it anyway)")
     started = time.perf_counter()
     model.update(trips, forgetting=args.forgetting, assign=args.assign)
     elapsed = time.perf_counter() - started

@@ -113,9 +113,8 @@ def format_metrics(
     edges = pit["bin_edges"]
     for i, (count, density) in enumerate(zip(pit["counts"], pit["density"], strict=True)):
         bar = "#" * round(20 * (density or 0.0))
-        lines.append(
-            f"  {edges[i]:.2f}-{edges[i + 1]:.2f} {count:>8,} {'n/a' if density is None else format(density, '.2f'):>6} {bar}"
-        )
+        shown = "n/a" if density is None else format(density, ".2f")
+        lines.append(f"  {edges[i]:.2f}-{edges[i + 1]:.2f} {count:>8,} {shown:>6} {bar}")
     return "\n".join(lines)
 
 

@@ -2,37 +2,60 @@
 
 Zones are the H3 cells where the model's training trips start or end, sized for
 those trips (:func:`vrvm.trips.trip_zones.trip_zones`), numbered in reading order and
-named after boundary polygons when there are some (:mod:`vrvm.services.boundaries`).
-The initial view fits the densest cluster of trip ends into the map
-(:func:`view_for_bbox`, in deck.gl's Web-Mercator conventions), and the training
-trips are indexed by zone once (:class:`vrvm.services.support.TripSupport`) so that
-every answer can say how much data stands behind it.
+named after boundary polygons when there are some (:mod:`vrvm.services.boundaries`);
+or, when a planner's zone file is chosen (:func:`set_zone_choice`), its polygons that
+hold trip ends (taxi zones, community areas; :func:`vrvm.trips.trip_zones.trip_polygons`),
+each standing for its representative point. The initial view fits the densest cluster
+of trip ends into the map (:func:`view_for_bbox`, in deck.gl's Web-Mercator
+conventions), and the training trips are indexed by zone once
+(:class:`vrvm.services.support.TripSupport`) so that every answer can say how much data
+stands behind it.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import h3
 import numpy as np
 import pandas as pd
+import shapely
 
 from vrvm.services.boundaries import place_names
 from vrvm.services.models import is_synthetic
-from vrvm.services.support import TripSupport, build_trip_support
+from vrvm.services.support import TripSupport, build_trip_support, index_trips, observed_trips
+from vrvm.trips.geo import LocalProjection
+from vrvm.trips.home import (
+    ZoneFileEntry,
+    clickable_zone_file,
+    load_zone_file,
+    set_clickable_zone_file,
+    zone_file_entry,
+)
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.synthetic import synthetic_city_geojson
-from vrvm.trips.trip_zones import trip_zones
-from vrvm.trips.zones import choose_h3_resolution, zone_grid
+from vrvm.trips.trip_zones import trip_polygons, trip_zones
+from vrvm.trips.zone_files import ZoneFile
+from vrvm.trips.zones import choose_h3_resolution, latlng_to_zone, zone_grid
 
 __all__ = [
+    "DRAW_TOLERANCE_DEG",
     "ServiceArea",
     "ViewState",
     "build_service_area",
+    "load_zone_choice",
     "mercator_x",
     "mercator_y",
+    "set_zone_choice",
     "view_for_bbox",
+    "zone_choice",
 ]
+
+DRAW_TOLERANCE_DEG = 1e-4
+"""Polygons are simplified by this much (about 10 m) for drawing, never for lookups."""
 
 
 @dataclass(frozen=True)
@@ -94,13 +117,19 @@ class ServiceArea:
     Attributes
     ----------
     grid : pandas.DataFrame
-        One row per zone in display order: ``zone`` (H3 id), ``number`` (1, 2, ...
-        from north-west to south-east), ``label`` (``"Zone 12 · Downtown"``), ``place``
-        (boundary name or ""), ``lat``, ``lon`` (centre), ``boundary``
-        (``[[lon, lat], ...]``), ``n_points`` (training trip ends in the zone) and,
-        when built from trips, ``cluster`` (0 for the densest cluster of trip ends).
+        One row per zone in display order: ``zone`` (H3 id, or the polygon's id as
+        text), ``number`` (1, 2, ... from north-west to south-east; id order for
+        polygons), ``label`` (``"Zone 12 · Downtown"``; ``"32 · Loop"`` for a polygon),
+        ``place`` (boundary or polygon name, or ""), ``lat``, ``lon`` (the point the
+        zone stands for in predictions: the hexagon's centre, a polygon's
+        representative point), ``boundary`` (``[[lon, lat], ...]``: the hexagon, or the
+        exterior ring of a polygon's largest part), ``n_points`` (training trip ends in
+        the zone) and, when built from trips, ``cluster`` (0 for the densest cluster of
+        trip ends; hexagons only). Polygon zones also have ``geometry`` (the exact
+        polygon as a GeoJSON geometry).
     resolution : int
-        H3 resolution of the zones.
+        H3 resolution of the zones (for polygons: of the hexagons the trips would have
+        had, which chose the view).
     bbox : tuple of float
         ``(lat_min, lon_min, lat_max, lon_max)`` of the zones.
     view : ViewState
@@ -113,6 +142,11 @@ class ServiceArea:
         The training trips indexed by zone (None when they were not kept).
     median_trip_km : float or None
         Median length of the training trips whose ends differ.
+    zone_file : ZoneFile or None
+        The planner's polygons when the zones are some of them (None: H3 hexagons).
+    shapes : tuple of dict or None
+        The polygon zones' GeoJSON geometries in grid order, simplified by
+        :data:`DRAW_TOLERANCE_DEG` for drawing (None for hexagons).
     """
 
     grid: pd.DataFrame
@@ -123,6 +157,61 @@ class ServiceArea:
     synthetic: bool = False
     support: TripSupport | None = field(default=None, repr=False)
     median_trip_km: float | None = None
+    zone_file: ZoneFile | None = field(default=None, repr=False)
+    shapes: tuple[dict, ...] | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """``"hexagons"`` (H3 cells from the trips) or ``"polygons"`` (a zone file)."""
+        return "hexagons" if self.zone_file is None else "polygons"
+
+    @cached_property
+    def _file_rows(self) -> np.ndarray:
+        """Grid row of each polygon of the zone file (-1: no trip end, not a zone), then -1."""
+        rows = np.full(len(self.zone_file) + 1, -1, dtype=np.int64)
+        rows[self.zone_file.positions(self.grid["zone"])] = np.arange(len(self.grid))
+        return rows
+
+    def zone_rows(self, lat, lon) -> np.ndarray:
+        """Grid row of the zone holding each point (degrees), -1 outside every zone."""
+        lat = np.atleast_1d(np.asarray(lat, dtype=float))
+        lon = np.atleast_1d(np.asarray(lon, dtype=float))
+        if self.zone_file is not None:
+            return self._file_rows[self.zone_file.zone_index(lat, lon)]
+        rows = np.full(lat.shape, -1, dtype=np.int64)
+        ok = np.isfinite(lat) & np.isfinite(lon)
+        cells = latlng_to_zone(lat[ok], lon[ok], self.resolution)
+        rows[ok] = pd.Index(self.grid["zone"]).get_indexer(cells)
+        return rows
+
+    @cached_property
+    def _outlines(self) -> np.ndarray:
+        if self.zone_file is not None:
+            return self.zone_file.geometries[self.zone_file.positions(self.grid["zone"])]
+        return np.array([shapely.Polygon(b) for b in self.grid["boundary"]], dtype=object)
+
+    def nearest_zone(self, lat: float, lon: float) -> tuple[int, float]:
+        """Grid row of the zone nearest to a point and its distance in km (0 inside)."""
+        projection = LocalProjection(float(lat), float(lon))
+
+        def to_km(coords: np.ndarray) -> np.ndarray:
+            return np.column_stack(projection.forward(coords[:, 1], coords[:, 0]))
+
+        distance = shapely.distance(shapely.transform(self._outlines, to_km), shapely.Point(0, 0))
+        row = int(np.argmin(distance))
+        return row, float(distance[row])
+
+    def observed_between(
+        self, trips: pd.DataFrame | None, origin_zone: str | None, dest_zone: str | None, tz=None
+    ) -> pd.DataFrame:
+        """Training trips from one zone to another (see :func:`~support.observed_trips`).
+
+        Empty when the trips were not kept or either place is not a zone.
+        """
+        o_row, d_row = self.zone_row(origin_zone), self.zone_row(dest_zone)
+        if trips is None or self.support is None or o_row is None or d_row is None:
+            return pd.DataFrame(columns=["hour", "minutes", "start_time", "weekend"])
+        return observed_trips(self.support, trips, o_row, d_row, tz)
 
     @property
     def zone_index(self) -> dict[str, int]:
@@ -183,6 +272,7 @@ def build_service_area(
     target_zones: int = 600,
     max_zones: int = 2500,
     boundaries: dict | None = None,
+    zones: ZoneFile | None = None,
 ) -> ServiceArea:
     """Zones where the model's training trips go, labelled, with an initial view.
 
@@ -207,14 +297,38 @@ def build_service_area(
         GeoJSON FeatureCollection whose polygons name the zones (e.g. community
         areas) and which is drawn under them. Default: the synthetic city's layers
         for a model trained on it.
+    zones : ZoneFile, optional
+        A planner's polygons (taxi zones, community areas): the zones are then those
+        holding training trip ends (relevance-vector trip ends without the trips),
+        in id order, labelled ``"<id> · <name>"``, each standing for its
+        representative point; the others are drawn faintly under them and cannot be
+        picked. Support counts are per polygon pair (no neighbours).
 
     Returns
     -------
     ServiceArea
+
+    Examples
+    --------
+    >>> from vrvm import TravelTimeModel, synthetic_city
+    >>> trips = synthetic_city(600, seed=1)
+    >>> model = TravelTimeModel(n_members=1, kernel_widths=[2.0], max_basis=20).fit(trips)
+    >>> doc = {"type": "FeatureCollection", "features": [
+    ...     {"type": "Feature", "properties": {"id": i, "name": name}, "geometry": {
+    ...         "type": "Polygon", "coordinates": [[[x, -41], [x + 0.4, -41],
+    ...         [x + 0.4, -39], [x, -39], [x, -41]]]}}
+    ...     for i, (name, x) in enumerate([("West", -30.4), ("East", -30.0), ("Far", 10)])]}
+    >>> area = build_service_area(model, trips=trips, zones=ZoneFile.from_geojson(doc))
+    >>> area.kind, area.labels, area.support.n_trips
+    ('polygons', ['0 · West', '1 · East'], 600)
+    >>> int(area.zone_rows(-40.0, -30.2)[0]), int(area.zone_rows(-40.0, 10.2)[0])
+    (0, -1)
     """
     synthetic = is_synthetic(model)
     if boundaries is None and synthetic:
         boundaries = synthetic_city_geojson()
+    if zones is not None:
+        return _polygon_area(model, trips, zones, boundaries, synthetic, max_zones)
     focus, median_km = None, None
     if trips is not None and len(trips):
         zones = trip_zones(
@@ -227,6 +341,24 @@ def build_service_area(
         )
         grid, resolution = zones.grid, zones.resolution
         focus, median_km = zones.focus_bbox, zones.median_trip_km
+        # Only zones where trips start or end can be picked; the thin ring around them
+        # is drawn faintly underneath, for continuity. Ends are counted in the cell that
+        # holds them at this resolution (an H3 parent need not contain its children's
+        # points), as clicks, links and the support counts find them.
+        ends = latlng_to_zone(
+            np.concatenate([trips["origin_lat"], trips["dest_lat"]]),
+            np.concatenate([trips["origin_lon"], trips["dest_lon"]]),
+            resolution,
+        )
+        counts = pd.Series(ends).value_counts()
+        grid = grid.assign(n_points=counts.reindex(grid["zone"], fill_value=0).to_numpy())
+        empty = grid["n_points"].to_numpy() == 0
+        idle = [
+            ("", {"type": "Polygon", "coordinates": [list(map(list, ring))]})
+            for ring in grid.loc[empty, "boundary"]
+        ]
+        boundaries = _with_idle(boundaries, idle)
+        grid = grid.loc[~empty]
     else:
         grid, resolution = _extent_grid(model, resolution, target_zones, max_zones)
     # Reading order: north to south in rows of about one zone height, west to east.
@@ -268,6 +400,161 @@ def build_service_area(
         support=support,
         median_trip_km=median_km,
     )
+
+
+def _largest_rings(geometries: np.ndarray) -> list[list[list[float]]]:
+    """Exterior ring ``[[lon, lat], ...]`` of each geometry's largest polygon."""
+    parts, owner = shapely.get_parts(geometries, return_index=True)
+    order = np.lexsort((-shapely.area(parts), owner))
+    first = order[np.unique(owner[order], return_index=True)[1]]
+    rings = shapely.get_exterior_ring(parts[first])
+    return [np.round(shapely.get_coordinates(r), 6).tolist() for r in rings]
+
+
+def _polygon_area(
+    model: TravelTimeModel,
+    trips: pd.DataFrame | None,
+    zones: ZoneFile,
+    boundaries: dict | None,
+    synthetic: bool,
+    max_zones: int,
+) -> ServiceArea:
+    """The service area whose zones are the polygons of ``zones`` holding trip ends."""
+    have_trips = trips is not None and len(trips) > 0
+    ends = trips if have_trips else model.relevance_trips()
+    found = trip_polygons(
+        zones, ends["origin_lat"], ends["origin_lon"], ends["dest_lat"], ends["dest_lon"]
+    )
+    if found.positions.size == 0:
+        raise ValueError(
+            f"no training trip starts or ends in a zone of {zones.source}: "
+            "is it a map of this model's city?"
+        )
+    if found.positions.size > max_zones:
+        raise ValueError(
+            f"{found.positions.size:,} zones of {zones.source} hold trip ends; at most "
+            f"{max_zones:,} can be drawn"
+        )
+    where = _in_id_order(zones.ids, found.positions)
+    n_points = found.n_points[np.searchsorted(found.positions, where)]
+    rows = np.empty(len(zones) + 1, dtype=np.int64)  # file position -> grid row; -1 -> -1
+    rows[-1] = -1
+    rows[where] = np.arange(where.size)
+    origin_row = rows[found.positions[found.origin_row]]
+    origin_row[found.origin_row < 0] = -1
+    dest_row = rows[found.positions[found.dest_row]]
+    dest_row[found.dest_row < 0] = -1
+    geometries = zones.geometries[where]
+    lat, lon = zones.representative_points(zones.ids[where])  # inside the polygon
+    ids, names = zones.ids[where].astype(str), zones.names[where]
+    grid = pd.DataFrame(
+        {
+            "zone": ids,
+            "number": np.arange(1, where.size + 1),
+            "label": [f"{z} · {n}" if n else f"Zone {z}" for z, n in zip(ids, names, strict=True)],
+            "place": names,
+            "lat": np.round(lat, 6),
+            "lon": np.round(lon, 6),
+            "boundary": _largest_rings(geometries),
+            "n_points": n_points,
+            # the polygons for exports, to 6 decimals (0.1 m)
+            "geometry": [json.loads(g) for g in shapely.to_geojson(_rounded(geometries, 6))],
+        }
+    )
+    if not pd.Index(grid["label"]).is_unique:  # cannot happen: ids are distinct
+        raise ValueError(f"zone labels of {zones.source} are not distinct")
+    shapes = tuple(json.loads(g) for g in shapely.to_geojson(_for_drawing(geometries)))
+    lon_lo, lat_lo, lon_hi, lat_hi = shapely.total_bounds(geometries)
+    bbox = (float(lat_lo), float(lon_lo), float(lat_hi), float(lon_hi))
+    focus, median_km, support = None, None, None
+    if have_trips:  # open on the densest cluster of trip ends, as the hexagons would
+        hexagons = trip_zones(
+            trips["origin_lat"], trips["origin_lon"], trips["dest_lat"], trips["dest_lon"]
+        )
+        resolution, focus = hexagons.resolution, hexagons.focus_bbox
+        median_km = hexagons.median_trip_km
+        support = index_trips(origin_row, dest_row, trips["start_time"], len(grid), model.tz_)
+    else:
+        resolution = choose_h3_resolution(grid["lat"], grid["lon"], target_zones=600)
+    idle = np.setdiff1d(np.arange(len(zones)), where)
+    return ServiceArea(
+        grid=grid,
+        resolution=int(resolution),
+        bbox=bbox,
+        view=view_for_bbox(*(focus or bbox)),
+        boundaries=_with_idle(boundaries, _idle_polygons(zones, idle)),
+        synthetic=synthetic,
+        support=support,
+        median_trip_km=median_km,
+        zone_file=zones,
+        shapes=shapes,
+    )
+
+
+def _in_id_order(ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``positions`` sorted by their zones' ids: numbers as numbers, then text.
+
+    Examples
+    --------
+    >>> _in_id_order(np.array(["10", "9", "B", "1.5"], dtype=object), np.arange(4)).tolist()
+    [3, 1, 0, 2]
+    """
+    keys = ids[positions].astype(str)
+    numbers = pd.to_numeric(pd.Series(keys), errors="coerce").to_numpy(float)
+    order = np.lexsort((keys, np.nan_to_num(numbers, nan=np.inf), np.isnan(numbers)))
+    return positions[order]
+
+
+def _rounded(geometries: np.ndarray, decimals: int) -> np.ndarray:
+    return shapely.transform(geometries, lambda xy: np.round(xy, decimals))
+
+
+def _for_drawing(geometries: np.ndarray, coarser: float = 1.0) -> np.ndarray:
+    """Polygons simplified (topology kept) and rounded to 5 decimals (1 m), for a map."""
+    tolerance = coarser * DRAW_TOLERANCE_DEG
+    return _rounded(shapely.simplify(geometries, tolerance, preserve_topology=True), 5)
+
+
+def _idle_polygons(zones: ZoneFile, idle: np.ndarray) -> list[tuple[str, dict]]:
+    """(name, GeoJSON geometry) of the polygons at positions ``idle``, for drawing."""
+    simplified = _for_drawing(zones.geometries[idle], coarser=4.0)  # faint: coarser still
+    names = zones.names[idle]
+    return [
+        (str(name), json.loads(g))
+        for name, g in zip(names, shapely.to_geojson(simplified), strict=True)
+    ]
+
+
+def _with_idle(boundaries: dict | None, idle: list[tuple[str, dict]]) -> dict | None:
+    """``boundaries`` with zones that hold no trip end, drawn faintly and not pickable."""
+    if not idle:
+        return boundaries
+    features = [
+        {"type": "Feature", "properties": {"name": name, "kind": "idle_zone"}, "geometry": g}
+        for name, g in idle
+    ]
+    document = dict(boundaries or {"type": "FeatureCollection"})
+    document["features"] = [*features, *((boundaries or {}).get("features") or [])]
+    return document
+
+
+# ------------------------------------------------------------- which zones are clickable
+
+
+def zone_choice(home: str | os.PathLike[str]) -> ZoneFileEntry | None:
+    """The kept zone file whose polygons are the clickable zones (None: hexagons)."""
+    name = clickable_zone_file(home)
+    return zone_file_entry(home, name) if name else None
+
+
+def set_zone_choice(home: str | os.PathLike[str], name: str | None) -> None:
+    """Make the kept zone file ``name`` the clickable zones (None: hexagons from the trips)."""
+    set_clickable_zone_file(home, name)
+
+
+def load_zone_choice(home: str | os.PathLike[str], name: str) -> ZoneFile:
+    """The polygons of the kept zone file ``name`` (KeyError, ZoneFileError: see the home)."""
+    return load_zone_file(home, name)
 
 
 def _zone_label(number: int, place: str, lat: float, lon: float) -> str:

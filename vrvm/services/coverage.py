@@ -5,7 +5,8 @@ time, :func:`coverage_grid` gives each zone's median travel time, 80 % interval 
 P(T <= threshold), with the training trips behind each answer (from near the origin to
 near the zone, :func:`vrvm.services.support.origin_support`); :func:`coverage_map`
 colours the zones, fades those with thin support and writes their tooltips;
-:func:`coverage_csv` and :func:`coverage_geojson` export the table.
+:func:`coverage_csv` and :func:`coverage_geojson` export the table (for a planner's
+polygon zones, with their ids, names and polygons).
 
 References
 ----------
@@ -37,11 +38,12 @@ from vrvm.services.forecast import query_frame
 from vrvm.services.places import Place
 from vrvm.services.support import THIN_TRIPS, WINDOW_MIN, minute_of_day, origin_support
 from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.zones import zones_geojson
+from vrvm.trips.zones import _json_scalars, zones_geojson
 
 __all__ = [
     "COVERAGE_METRICS",
     "THIN_LEGEND",
+    "THIN_LEGEND_POLYGONS",
     "coverage_colors",
     "coverage_csv",
     "coverage_geojson",
@@ -63,17 +65,22 @@ def coverage_grid(
     """Median travel time and P(T <= threshold) from ``origin`` to every zone.
 
     Returns the area's grid (``zone``, ``number``, ``label``, ``lat``, ``lon``,
-    ``boundary``) with ``median_min``, ``lower80_min``, ``upper80_min`` and
-    ``prob_within`` (probability of arriving within ``threshold_min``). When the
-    area indexes its training trips, also ``support_trips`` (training trips from the
-    origin's zone or a neighbour to the zone or a neighbour), ``support_trips_at_time``
-    (those within an hour of the departure's time of day) and ``thin`` (fewer than
-    :data:`~vrvm.services.support.THIN_TRIPS` support trips).
+    ``boundary``; for polygon zones also ``name`` and ``geometry``, the polygon) with
+    ``median_min``, ``lower80_min``, ``upper80_min`` and ``prob_within`` (probability
+    of arriving within ``threshold_min``), each zone's answer being that at the
+    point it stands for. When the area indexes its training trips, also
+    ``support_trips`` (training trips from the origin's zone or a neighbour to the
+    zone or a neighbour; for polygons from the origin's polygon to the zone),
+    ``support_trips_at_time`` (those within an hour of the departure's time of day)
+    and ``thin`` (fewer than :data:`~vrvm.services.support.THIN_TRIPS` support trips).
     """
     grid = area.grid
     dist = model.predict_dist(query_frame(origin, grid, departure))
     quantiles = dist.ppf(np.array([[0.1], [0.5], [0.9]])) / 60.0
     out = grid[["zone", "number", "label", "lat", "lon", "boundary"]].copy()
+    if "geometry" in grid.columns:  # a planner's polygons: their names and shapes
+        out.insert(3, "name", grid["place"].to_numpy())
+        out["geometry"] = grid["geometry"].to_numpy()
     out["median_min"] = quantiles[1]
     out["lower80_min"] = quantiles[0]
     out["upper80_min"] = quantiles[2]
@@ -126,7 +133,7 @@ def coverage_colors(
 def _export_frame(
     grid: pd.DataFrame, origin: Place, departure, threshold_min: float
 ) -> pd.DataFrame:
-    out = grid.drop(columns=["boundary"], errors="ignore").copy()
+    out = grid.drop(columns=["boundary", "geometry"], errors="ignore").copy()
     out = out.rename(columns={"prob_within": f"p_within_{format_number(threshold_min)}min"})
     out.insert(0, "origin_lat", origin.lat)
     out.insert(1, "origin_lon", origin.lon)
@@ -150,10 +157,25 @@ def coverage_csv(
 def coverage_geojson(
     grid: pd.DataFrame, origin: Place, departure, threshold_min: float, *, synthetic: bool = False
 ) -> bytes:
-    """The coverage map as a GeoJSON FeatureCollection of zone polygons."""
+    """The coverage map as a GeoJSON FeatureCollection of zone polygons.
+
+    Each feature's geometry is the zone: its hexagon, or the planner's polygon (exact,
+    as in the zone file) when the grid has ``geometry``.
+    """
     props = _export_frame(grid, origin, departure, threshold_min)
-    props["boundary"] = grid["boundary"].to_numpy()
-    document = zones_geojson(props)
+    if "geometry" in grid.columns:
+        document = {
+            "type": "FeatureCollection",
+            "features": [
+                {"type": "Feature", "properties": _json_scalars(record), "geometry": geometry}
+                for record, geometry in zip(
+                    props.to_dict(orient="records"), grid["geometry"], strict=True
+                )
+            ],
+        }
+    else:
+        props["boundary"] = grid["boundary"].to_numpy()
+        document = zones_geojson(props)
     document["origin"] = {"lat": origin.lat, "lon": origin.lon, "label": origin.label}
     document["departure"] = pd.Timestamp(departure).isoformat()
     document["threshold_min"] = float(threshold_min)
@@ -162,15 +184,20 @@ def coverage_geojson(
 
 
 THIN_LEGEND = f"Faded: thin data (fewer than {THIN_TRIPS} training trips from near the origin)"
+THIN_LEGEND_POLYGONS = (
+    f"Faded: thin data (fewer than {THIN_TRIPS} training trips from the origin's zone)"
+)
 
 
 def coverage_map(
-    grid: pd.DataFrame, metric: str, threshold_min: float
+    grid: pd.DataFrame, metric: str, threshold_min: float, *, near: bool = True
 ) -> tuple[np.ndarray, list[str], list[tuple[str, str]]]:
     """Fill colours, tooltips (HTML, numbers only) and the legend of a coverage map.
 
     Zones with thin support (``grid["thin"]``, see :func:`coverage_grid`) are faded
     towards grey, say so in their tooltip with the trip counts, and get a legend entry.
+    ``near=False`` words them for a planner's polygons: trips from the origin's zone
+    to this one, not from and to the neighbouring zones too.
     """
     fill, legend = coverage_colors(grid, metric)
     tips = [
@@ -188,14 +215,15 @@ def coverage_map(
         thin = grid["thin"].to_numpy(bool)
         fill = faded(fill, thin)
         hours = f"±{WINDOW_MIN / 60:g} h"
+        where = "from near the origin to near here" if near else "from the origin's zone to here"
         tips = [
             tip
-            + f"<br/>{n:,} training trips from near the origin to near here ({k:,} at {hours})"
+            + f"<br/>{n:,} training trips {where} ({k:,} at {hours})"
             + ("<br/><b>Thin data: treat with caution</b>" if is_thin else "")
             for tip, n, k, is_thin in zip(
                 tips, grid["support_trips"], grid["support_trips_at_time"], thin, strict=True
             )
         ]
         if thin.any():
-            legend = [*legend, (THIN_LEGEND, THIN_SWATCH)]
+            legend = [*legend, (THIN_LEGEND if near else THIN_LEGEND_POLYGONS, THIN_SWATCH)]
     return fill, tips, legend

@@ -393,7 +393,12 @@ def answer_od(
     stand behind it.
     """
     forecast = forecast_od(model, origin, dest, departure, threshold_min)
-    observed, rings = observed_pair_trips(trips, origin, dest, resolution, tz=model.tz_)
+    if area is not None and area.kind == "polygons":
+        # the planner's zones: the training trips between exactly the two polygons
+        rings = 0
+        observed = area.observed_between(trips, origin.zone, dest.zone, model.tz_)
+    else:
+        observed, rings = observed_pair_trips(trips, origin, dest, resolution, tz=model.tz_)
     support = None
     if area is not None:
         support = od_support(area, origin, dest, departure, model.tz_)

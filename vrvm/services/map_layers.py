@@ -2,7 +2,8 @@
 
 Plain tables (one record per zone or marker) that a map component turns into deck.gl
 layers; the zone layer keeps the service area's grid order, so a click's index is a
-grid row.
+grid row. Hexagons are drawn from their H3 ids; a planner's polygons need their
+shapes, which :func:`zone_features` joins to the records as GeoJSON features.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from vrvm.services.area import ServiceArea
 from vrvm.services.colours import DEST_RGB, ORIGIN_RGB, rgba
 from vrvm.services.places import ODState
 
-__all__ = ["marker_data", "od_zone_data", "zone_layer_data"]
+__all__ = ["marker_data", "od_zone_data", "zone_features", "zone_layer_data"]
 
 
 def zone_layer_data(
@@ -29,8 +30,8 @@ def zone_layer_data(
 ) -> pd.DataFrame:
     """Records of the clickable zone layer (grid order, so indices are grid rows).
 
-    One record per zone: ``zone`` (the H3 id the map draws the hexagon from),
-    ``label`` (HTML-escaped, for the tooltip), ``fill`` (RGBA) and ``tip`` (tooltip
+    One record per zone: ``zone`` (the H3 id the map draws the hexagon from, or the
+    polygon's id), ``label`` (HTML-escaped, for the tooltip), ``fill`` (RGBA) and ``tip`` (tooltip
     HTML; by default how many training trips start or end in the zone). ``fill``
     colours a choropleth; without it zones are pale (paler still where no training
     trip starts or ends: the thin ring around the trips) and the origin and
@@ -56,6 +57,29 @@ def zone_layer_data(
             "tip": list(tips) if tips is not None else _trip_end_tips(grid),
         }
     )
+
+
+def zone_features(area: ServiceArea, data: pd.DataFrame) -> list[dict]:
+    """The polygon zones of ``data["zone"]`` as GeoJSON features, in the order of ``data``.
+
+    Each feature carries the record's columns as properties and ``zone`` at its top
+    level too (a picked feature names its zone either way); the geometry is the
+    polygon simplified for drawing (``area.shapes``). Records naming no zone of the
+    area are left out.
+    """
+    if area.shapes is None:
+        raise ValueError("the service area's zones are hexagons, not polygons")
+    index = area.zone_index
+    return [
+        {
+            "type": "Feature",
+            "zone": record["zone"],
+            "properties": record,
+            "geometry": area.shapes[index[record["zone"]]],
+        }
+        for record in data.to_dict(orient="records")
+        if record["zone"] in index
+    ]
 
 
 def od_zone_data(state: ODState) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_dir import ModelFormatError, read_model_manifest
 from vrvm.trips.model_format import FORMAT_NAME, FORMAT_VERSION
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME
+from vrvm.trips.table import date_span
 
 __all__ = [
     "SYNTHETIC_MODEL_NAME",
@@ -158,7 +159,7 @@ def _trips_text(summary: Mapping[str, Any]) -> str:
     text = f"{n:,} trips" if isinstance(n, int) else "trips"
     start, end = summary.get("start_time_min", ""), summary.get("start_time_max", "")
     if start and end:
-        text += f", {start[:10]} to {end[:10]}"
+        text += f", {date_span(start, end)}"
     return text
 
 

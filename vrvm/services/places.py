@@ -1,6 +1,7 @@
 """Origins and destinations: places from zones, lists and typed coordinates; map clicks.
 
-A :class:`Place` is a zone centre or a typed point; :class:`ODState` holds the origin,
+A :class:`Place` is a zone's point (a hexagon's centre, a polygon's representative
+point) or a typed point; :class:`ODState` holds the origin,
 the destination and the last map selection acted upon, so that the same click is never
 applied twice when Streamlit re-sends a chart's selection (:func:`apply_map_selection`).
 """
@@ -17,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from vrvm.services.area import ServiceArea
-from vrvm.trips.zones import latlng_to_zone
 
 __all__ = [
     "ODState",
@@ -44,7 +44,7 @@ class Place:
 
 
 def place_from_zone(area: ServiceArea, zone: str) -> Place:
-    """The centre of a zone, as a place."""
+    """The point a zone stands for (its centre, or a polygon's representative point)."""
     index = area.zone_index.get(zone)
     if index is None:
         raise ValueError(f"zone {zone!r} is not in the service area")
@@ -85,23 +85,39 @@ def parse_latlon(text: str) -> tuple[float, float]:
 def place_from_latlon(area: ServiceArea, lat: float, lon: float) -> Place:
     """A typed point, which must lie in one of the service area's zones.
 
-    A point at (6-decimal) zone centre coordinates is that zone; any other point
-    keeps its exact coordinates and is labelled with the zone it falls in.
+    A point at the (6-decimal) coordinates a zone stands for is that zone; any other
+    point keeps its exact coordinates and is labelled with the zone it falls in. A
+    point in no zone (the bay between them, another city) is refused with the nearest
+    zone and how far it is: no training trip starts or ends there.
     """
     lat, lon = round(float(lat), 6), round(float(lon), 6)
     if not (math.isfinite(lat) and math.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
         raise ValueError(f"({lat}, {lon}) are not valid coordinates")
-    zone = str(latlng_to_zone([lat], [lon], area.resolution)[0])
-    if zone not in area.zone_index:
-        lat_lo, lon_lo, lat_hi, lon_hi = area.bbox
+    row = int(area.zone_rows([lat], [lon])[0])
+    if row < 0:
+        nearest, km = area.nearest_zone(lat, lon)
         raise ValueError(
-            f"({lat:.5f}, {lon:.5f}) is outside the service area (latitudes "
-            f"{lat_lo:.3f} to {lat_hi:.3f}, longitudes {lon_lo:.3f} to {lon_hi:.3f})"
+            f"({lat:.5f}, {lon:.5f}) is outside the service area: it is not near any "
+            f"training trips. The nearest zone is {area.grid['label'].iloc[nearest]}, "
+            f"{_distance_text(km)} away."
         )
-    centre = place_from_zone(area, zone)
+    centre = place_from_zone(area, str(area.grid["zone"].iloc[row]))
     if (centre.lat, centre.lon) == (lat, lon):
         return centre
-    return Place(lat, lon, zone, f"{lat:.5f}, {lon:.5f} (in {centre.label})", kind="point")
+    return Place(lat, lon, centre.zone, f"{lat:.5f}, {lon:.5f} (in {centre.label})", kind="point")
+
+
+def _distance_text(km: float) -> str:
+    """A distance for a sentence.
+
+    Examples
+    --------
+    >>> _distance_text(0.42), _distance_text(3.456), _distance_text(9876.5)
+    ('420 m', '3.5 km', '9,876 km')
+    """
+    if km < 1:
+        return f"{max(round(km * 1000, -1), 10):.0f} m"
+    return f"{km:.1f} km" if km < 100 else f"{km:,.0f} km"
 
 
 @dataclass(frozen=True)
@@ -142,8 +158,9 @@ def zone_from_selection(
     """The zone picked in a ``st.pydeck_chart`` selection event, or None.
 
     Accepts the chart's state (``{"selection": {"indices": ..., "objects": ...}}``) or
-    its ``selection`` member. The picked object's ``zone`` property is used when
-    present, else its index into the layer's data (the service area's grid order).
+    its ``selection`` member. The picked object's ``zone`` (a record's, or a GeoJSON
+    feature's property) is used when present, else its index into the layer's data
+    (the service area's grid order).
     """
     if not selection:
         return None
@@ -151,8 +168,14 @@ def zone_from_selection(
     if not isinstance(inner, Mapping):
         return None
     objects = (inner.get("objects") or {}).get(layer_id) or []
-    if objects and isinstance(objects[0], Mapping) and objects[0].get("zone") in area.zone_index:
-        return str(objects[0]["zone"])
+    if objects and isinstance(objects[0], Mapping):
+        picked = objects[0]
+        properties = picked.get("properties")
+        zone = picked.get("zone")
+        if zone is None and isinstance(properties, Mapping):
+            zone = properties.get("zone")
+        if isinstance(zone, str) and zone in area.zone_index:
+            return zone
     indices = (inner.get("indices") or {}).get(layer_id) or []
     if indices:
         try:

@@ -41,7 +41,7 @@ from vrvm.services.models import (
 from vrvm.trips.home import model_store, trip_store
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.split import split_holdout
-from vrvm.trips.table import trip_ids
+from vrvm.trips.table import date_span, trip_ids
 
 __all__ = [
     "RETRAIN_FULL",
@@ -369,7 +369,7 @@ def publish_candidate(home: Path, result: RetrainResult, name: str) -> int:
         "new_area": new_model,
         "n_trips": result.trips_used.get(name, len(train)),
         "holdout_n": len(result.holdout),
-        "data": f"trip store: {len(train):,} trips, {start:%Y-%m-%d} to {end:%Y-%m-%d}",
+        "data": f"trip store: {len(train):,} trips, {date_span(start, end)}",
         "synthetic": bool(train.attrs.get("synthetic", False)),
         "settings": {
             "n_members": settings.n_members,

@@ -7,7 +7,11 @@ few microseconds, the trips that started in the origin's zone or a neighbouring 
 and ended in the destination's zone or a neighbouring one, in all and within
 ``WINDOW_MIN`` minutes of the departure's time of day; :func:`origin_support` counts
 them from one origin to every zone (the reach map). Fewer than ``THIN_TRIPS`` such
-trips is *thin support*, which the pages say in plain words.
+trips is *thin support*, which the pages say in plain words. Zones are H3 cells
+(:func:`build_trip_support`, neighbours are the touching cells) or a planner's
+polygons (:func:`index_trips` with ``neighbours=None``: trips are counted between exactly
+the two polygons, which are already the areas a planner reasons in);
+:func:`observed_trips` lists the training trips between two zones.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ __all__ = [
     "PairSupport",
     "TripSupport",
     "build_trip_support",
+    "index_trips",
     "minute_of_day",
+    "observed_trips",
     "origin_support",
     "pair_support",
 ]
@@ -59,6 +65,11 @@ class TripSupport:
         Local departure time of day of each trip, in minutes after midnight.
     n_trips : int
         All training trips, inside the zones or not.
+    trip_row : numpy.ndarray of int64 or None
+        Position of each indexed trip in the training table (same order as ``dest``).
+    with_neighbours : bool
+        Whether trips from and to the touching zones count too (H3 cells), or only
+        those between exactly the two zones (a planner's polygons).
     """
 
     neighbours: sparse.csr_matrix
@@ -66,6 +77,8 @@ class TripSupport:
     dest: np.ndarray
     minute: np.ndarray
     n_trips: int
+    trip_row: np.ndarray | None = None
+    with_neighbours: bool = True
 
     @property
     def n_zones(self) -> int:
@@ -104,25 +117,63 @@ def build_trip_support(
     """Index training trips by the zones (H3 ids at ``resolution``, in grid order).
 
     ``start_time`` is read in ``tz`` when it is timezone-aware, as the wall clock
-    otherwise.
+    otherwise. Trips from and to touching cells count as near (:func:`pair_support`).
     """
     index = pd.Index(list(zones))
     origin = index.get_indexer(latlng_to_zone(trips["origin_lat"], trips["origin_lon"], resolution))
     dest = index.get_indexer(latlng_to_zone(trips["dest_lat"], trips["dest_lon"], resolution))
-    start = trips["start_time"]
+    return index_trips(origin, dest, trips["start_time"], zone_neighbours(index), tz)
+
+
+def index_trips(
+    origin_row: np.ndarray,
+    dest_row: np.ndarray,
+    start_time: pd.Series,
+    neighbours: sparse.csr_matrix | int,
+    tz: str | None = None,
+) -> TripSupport:
+    """Index training trips whose zone rows are known (-1: outside every zone).
+
+    Parameters
+    ----------
+    origin_row, dest_row : numpy.ndarray of int
+        Zone row of each trip's origin and destination.
+    start_time : pandas.Series of datetime
+        Each trip's departure, read in ``tz`` when timezone-aware.
+    neighbours : scipy.sparse.csr_matrix or int
+        Which zones touch (see :func:`~vrvm.trips.trip_zones.zone_neighbours`), or the
+        number of zones: then a zone's only neighbour is itself and trips are counted
+        between exactly the two zones (a planner's polygons).
+
+    Examples
+    --------
+    >>> start = pd.Series(pd.to_datetime(["2024-03-05 08:00", "2024-03-05 09:30"]))
+    >>> support = index_trips(np.array([1, 0]), np.array([0, -1]), start, 2)
+    >>> support.offsets.tolist(), support.dest.tolist(), support.trip_row.tolist()
+    ([0, 1, 2], [-1, 0], [1, 0])
+    >>> pair_support(support, 1, 0, 8 * 60).n_near, support.with_neighbours
+    (1, False)
+    """
+    origin_row = np.asarray(origin_row, dtype=np.int64)
+    dest_row = np.asarray(dest_row, dtype=np.int64)
+    with_neighbours = not isinstance(neighbours, int | np.integer)
+    if not with_neighbours:
+        neighbours = sparse.identity(int(neighbours), dtype=bool, format="csr")
+    start = start_time
     if start.dt.tz is not None and tz is not None:
         start = start.dt.tz_convert(tz)
     minute = (start.dt.hour * 60 + start.dt.minute + start.dt.second / 60.0).to_numpy(float)
-    inside = origin >= 0
-    order = np.argsort(origin[inside], kind="stable")
-    origin_sorted = origin[inside][order]
-    offsets = np.searchsorted(origin_sorted, np.arange(len(index) + 1)).astype(np.int64)
+    inside = np.flatnonzero(origin_row >= 0)
+    order = inside[np.argsort(origin_row[inside], kind="stable")]
+    offsets = np.searchsorted(origin_row[order], np.arange(neighbours.shape[0] + 1))
     return TripSupport(
-        neighbours=zone_neighbours(index),
-        offsets=offsets,
-        dest=dest[inside][order].astype(np.int64),
-        minute=minute[inside][order],
-        n_trips=len(trips),
+        neighbours=neighbours,
+        offsets=offsets.astype(np.int64),
+        dest=dest_row[order],
+        minute=minute[order],
+        n_trips=int(origin_row.size),
+        trip_row=order.astype(np.int64),
+        with_neighbours=with_neighbours,
     )
 
 
@@ -148,6 +199,9 @@ class PairSupport:
     window_min : float
     threshold : int
         Support is thin below this many trips (:data:`THIN_TRIPS`).
+    with_neighbours : bool
+        Whether neighbouring zones count (H3 cells); False for a planner's polygons,
+        where ``n_near`` equals ``n_zone_pair``.
     """
 
     n_zone_pair: int
@@ -155,6 +209,7 @@ class PairSupport:
     n_near_at_time: int
     window_min: float = WINDOW_MIN
     threshold: int = THIN_TRIPS
+    with_neighbours: bool = True
 
     @property
     def thin(self) -> bool:
@@ -177,8 +232,12 @@ class PairSupport:
         12 training trips went between these two areas (the same or neighbouring
         zones), 3 of them between exactly these zones and 2 within ±1 h of this
         time of day: at this hour the answer leans on trips at other times.
+        >>> PairSupport(7, 7, 6, with_neighbours=False).sentence()
+        '7 training trips went between these two zones, 6 within ±1 h of this time of day.'
         """
         where = "between these two areas (the same or neighbouring zones)"
+        if not self.with_neighbours:
+            where = "between these two zones"
         hours = f"within ±{self.window_min / 60:g} h of this time of day"
         if self.n_near == 0:
             return (
@@ -195,6 +254,8 @@ class PairSupport:
             f"{self.n_near:,} training trips went {where}, {self.n_zone_pair:,} of them "
             f"between exactly these zones and {self.n_near_at_time:,} {hours}"
         )
+        if not self.with_neighbours:
+            line = f"{self.n_near:,} training trips went {where}, {self.n_near_at_time:,} {hours}"
         if self.thin_at_time:
             return line + ": at this hour the answer leans on trips at other times."
         return line + "."
@@ -221,6 +282,7 @@ def pair_support(
         n_near=int(np.count_nonzero(hit)),
         n_near_at_time=int(np.count_nonzero(at_time)),
         window_min=float(window_min),
+        with_neighbours=support.with_neighbours,
     )
 
 
@@ -251,3 +313,34 @@ def origin_support(
             "support_trips_at_time": support.neighbours @ at_time,
         }
     ).astype(np.int64)
+
+
+def observed_trips(
+    support: TripSupport,
+    trips: pd.DataFrame,
+    origin_row: int,
+    dest_row: int,
+    tz: str | None = None,
+) -> pd.DataFrame:
+    """The training trips from zone row ``origin_row`` to zone row ``dest_row``.
+
+    ``trips`` is the table ``support`` indexes. Columns as
+    :func:`vrvm.services.forecast.observed_pair_trips` gives them, for the time-of-day
+    overlay: ``hour`` (local, fractional), ``minutes``, ``start_time``, ``weekend``.
+    """
+    if support.trip_row is None:
+        raise ValueError("this support index does not keep the trips' rows")
+    own = slice(support.offsets[origin_row], support.offsets[origin_row + 1])
+    rows = support.trip_row[own][support.dest[own] == dest_row]
+    chosen = trips.iloc[np.sort(rows)]
+    start = chosen["start_time"]
+    if tz is not None and start.dt.tz is not None:
+        start = start.dt.tz_convert(tz)
+    return pd.DataFrame(
+        {
+            "hour": (start.dt.hour + start.dt.minute / 60.0).to_numpy(),
+            "minutes": chosen["travel_time_s"].to_numpy(float) / 60.0,
+            "start_time": start.to_numpy(),
+            "weekend": (start.dt.dayofweek >= 5).to_numpy(),
+        }
+    )

@@ -1,7 +1,8 @@
 """Trip data and the travel-time model.
 
 Reading trip files (:mod:`~vrvm.trips.reader`, :mod:`~vrvm.trips.layouts`,
-:mod:`~vrvm.trips.parsing`) into the canonical table (:mod:`~vrvm.trips.table`),
+:mod:`~vrvm.trips.formats`, :mod:`~vrvm.trips.parsing`, :mod:`~vrvm.trips.recipes`,
+zone files in :mod:`~vrvm.trips.zone_files`) into the canonical table (:mod:`~vrvm.trips.table`),
 cleaning it (:mod:`~vrvm.trips.cleaning`), geography (:mod:`~vrvm.trips.geo`), kernel
 inputs (:mod:`~vrvm.trips.features`), H3 zones (:mod:`~vrvm.trips.zones`), the
 synthetic city (:mod:`~vrvm.trips.synthetic`), hold-out splits
@@ -12,8 +13,9 @@ is kept: model directories, the model store, the trip store and the data home. I
 
 from vrvm.trips.cleaning import CLEANING_REASONS, CleaningConfig, CleaningReport, clean_trips
 from vrvm.trips.features import TripFeaturizer, raw_distance_km
+from vrvm.trips.formats import TimeFormatError
 from vrvm.trips.geo import EARTH_RADIUS_KM, LocalProjection, haversine_km
-from vrvm.trips.layouts import SCHEMAS, UnknownLayoutError, detect_schema
+from vrvm.trips.layouts import ROLES, SCHEMAS, UnknownLayoutError, detect_schema
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_dir import (
     ModelFormatError,
@@ -24,11 +26,13 @@ from vrvm.trips.model_dir import (
     save_model_dir,
 )
 from vrvm.trips.model_store import ModelStore, VersionInfo
-from vrvm.trips.reader import TripFileError, read_trips
+from vrvm.trips.reader import TripFileError, ZonesNeededError, read_layout, read_trips
+from vrvm.trips.recipes import ReadOptions, RecipeBook
 from vrvm.trips.split import split_holdout
 from vrvm.trips.synthetic import synthetic_city, synthetic_city_geojson
 from vrvm.trips.table import CANONICAL_COLUMNS, trip_ids, trips_sha256
 from vrvm.trips.trip_store import TripStore
+from vrvm.trips.zone_files import ZoneFile, ZoneFileError
 from vrvm.trips.zones import (
     choose_h3_resolution,
     latlng_to_zone,
@@ -42,6 +46,7 @@ __all__ = [
     "CANONICAL_COLUMNS",
     "CLEANING_REASONS",
     "EARTH_RADIUS_KM",
+    "ROLES",
     "SCHEMAS",
     "CleaningConfig",
     "CleaningReport",
@@ -49,12 +54,18 @@ __all__ = [
     "ModelFormatError",
     "ModelManifest",
     "ModelStore",
+    "ReadOptions",
+    "RecipeBook",
+    "TimeFormatError",
     "TravelTimeModel",
     "TripFeaturizer",
     "TripFileError",
     "TripStore",
     "UnknownLayoutError",
     "VersionInfo",
+    "ZoneFile",
+    "ZoneFileError",
+    "ZonesNeededError",
     "choose_h3_resolution",
     "clean_trips",
     "detect_schema",
@@ -62,6 +73,7 @@ __all__ = [
     "latlng_to_zone",
     "load_model_dir",
     "raw_distance_km",
+    "read_layout",
     "read_model_manifest",
     "read_trips",
     "recover_model_dir",

@@ -7,7 +7,8 @@ Layout of ``$VRVM_HOME`` (default ``./.vrvm``)::
         trips/                     the trip store (every accepted upload)
         training/<sha256>.parquet  each model's training trips, by content hash
         zones/<name>.<sha>.geojson the planner's zone files (polygons), as uploaded
-        zones/index.json           their names, id and name properties, fingerprints
+        zones/index.json           their names, id and name properties, fingerprints, and
+                                   which one the map draws and which one is clickable
         recipes.json               named read recipes: column maps and formats per header
         .first-start.lock          held while the first start trains the demo model
 
@@ -41,6 +42,7 @@ __all__ = [
     "HOME_ENV",
     "ZoneFileEntry",
     "add_zone_file",
+    "clickable_zone_file",
     "data_home",
     "first_start_lock",
     "list_zone_files",
@@ -51,6 +53,7 @@ __all__ = [
     "recipe_book",
     "remove_zone_file",
     "save_training_trips",
+    "set_clickable_zone_file",
     "set_map_zone_file",
     "trip_store",
     "zone_file_entry",
@@ -213,10 +216,11 @@ def zone_file_path(home: str | os.PathLike[str], name: str) -> Path:
 def _read_index(home: str | os.PathLike[str]) -> dict:
     path = _zones_dir(home) / ZONES_INDEX
     if not path.is_file():
-        return {"format": 1, "zone_files": {}, "map": None}
+        return {"format": 1, "zone_files": {}, "map": None, "clickable": None}
     index = json.loads(path.read_text(encoding="utf-8"))
     index.setdefault("zone_files", {})
     index.setdefault("map", None)
+    index.setdefault("clickable", None)
     return index
 
 
@@ -356,8 +360,9 @@ def remove_zone_file(home: str | os.PathLike[str], name: str) -> bool:
         entry = index["zone_files"].pop(name, None)
         if entry is None:
             return False
-        if index.get("map") == name:
-            index["map"] = None
+        for setting in ("map", "clickable"):
+            if index.get(setting) == name:
+                index[setting] = None
         _write_index(home, index)
         (_zones_dir(home) / entry["file"]).unlink(missing_ok=True)
     return True
@@ -376,6 +381,22 @@ def set_map_zone_file(home: str | os.PathLike[str], name: str | None) -> None:
         if name is not None and check_zone_file_name(name) not in index["zone_files"]:
             raise KeyError(f"no zone file named {name!r}")
         index["map"] = name
+        _write_index(home, index)
+
+
+def clickable_zone_file(home: str | os.PathLike[str]) -> str | None:
+    """Name of the zone file whose polygons are the map's clickable zones (None: hexagons)."""
+    name = _read_index(home).get("clickable")
+    return name if name and zone_file_entry(home, name) else None
+
+
+def set_clickable_zone_file(home: str | os.PathLike[str], name: str | None) -> None:
+    """Make the kept zone file ``name`` the map's clickable zones (None: H3 hexagons)."""
+    with exclusive_lock(_zones_dir(home) / ZONES_LOCK):
+        index = _read_index(home)
+        if name is not None and check_zone_file_name(name) not in index["zone_files"]:
+            raise KeyError(f"no zone file named {name!r}")
+        index["clickable"] = name
         _write_index(home, index)
 
 

@@ -223,10 +223,8 @@ def _local_days(values: pd.Series, how: _TimeReading) -> np.ndarray:
         )
         return parsed.dt.normalize().to_numpy(dtype="datetime64[ns]")
     date_format = how.formats.date_format
-    numbers = _to_float(values)
-    if date_format in ("unix_s", "unix_ms") or (
-        _is_number_dtype(values.dtype) and np.isfinite(numbers).any()
-    ):
+    if date_format in ("unix_s", "unix_ms") or _is_number_dtype(values.dtype):
+        numbers = _to_float(values)
         scale = 1000.0 if unix_unit(numbers, date_format) == "ms" else 1.0
         days = _unix_to_utc(numbers / scale).astype("datetime64[D]").astype("datetime64[ns]")
         how.notes["start_date"] = (

@@ -41,6 +41,7 @@ __all__ = [
     "REFERENCE_MONDAY",
     "TARGET_COLUMN",
     "check_trips",
+    "date_span",
     "dateless_mask",
     "summarise_trips",
     "travel_times",
@@ -83,6 +84,26 @@ def dateless_mask(start_time: pd.Series) -> np.ndarray:
         times = times.dt.tz_localize(None)  # local wall clock
     days = times.to_numpy(dtype="datetime64[ns]").astype("datetime64[D]")
     return (days >= REFERENCE_MONDAY) & (days < REFERENCE_MONDAY + np.timedelta64(7, "D"))
+
+
+def date_span(start, end) -> str:
+    """The dates between two start times, as people read them; trips without a date say so.
+
+    ``start`` and ``end`` are timestamps or ISO text (as a model's training summary
+    records them), compared on the local calendar.
+
+    Examples
+    --------
+    >>> date_span("2016-01-03T08:00:00-06:00", "2016-12-30T23:00:00-06:00")
+    '2016-01-03 to 2016-12-30'
+    >>> date_span("1970-01-05T07:00:00-05:00", "1970-01-11T23:10:00-05:00")
+    'no calendar date (weekday and clock only)'
+    """
+    times = pd.Series([pd.Timestamp(start), pd.Timestamp(end)])
+    local = times.map(lambda t: t.tz_localize(None) if t.tzinfo else t)
+    if dateless_mask(local).all():
+        return "no calendar date (weekday and clock only)"
+    return f"{local[0]:%Y-%m-%d} to {local[1]:%Y-%m-%d}"
 
 
 def check_trips(trips, *, with_target: bool, name: str = "trips") -> pd.DataFrame:

@@ -6,7 +6,8 @@ end, with a thin ring around them and the narrow gaps between them closed
 resolution follows the trips (a typical trip spans several zones; the densest
 cluster of trip ends has enough zones to pick from), and the zones are grouped into
 clusters (a city and its airport; the separate cities of one bike-share system), so
-that a map can open on the densest one.
+that a map can open on the densest one. When a planner's zone file is given instead,
+the zones are its polygons that hold trip ends (:func:`trip_polygons`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from vrvm.trips.geo import haversine_km
+from vrvm.trips.zone_files import ZoneFile
 from vrvm.trips.zones import (
     _MAX_RESOLUTION,
     _boundary_lonlat,
@@ -33,7 +35,9 @@ __all__ = [
     "FILL_RINGS",
     "MIN_CLUSTER_ZONES",
     "SPAN_EDGES",
+    "TripPolygons",
     "TripZones",
+    "trip_polygons",
     "trip_zones",
     "zone_neighbours",
 ]
@@ -346,3 +350,97 @@ def _focus_bbox(grid: pd.DataFrame, lat: np.ndarray, lon: np.ndarray, resolution
     span_full, span_core = full[2:] - full[:2], core[2:] - core[:2]
     box = full if np.all(span_full <= 1.5 * span_core) else core
     return tuple(float(v) for v in box)
+
+
+@dataclass(frozen=True)
+class TripPolygons:
+    """The polygons of a zone file where trips start or end, as found by :func:`trip_polygons`.
+
+    Attributes
+    ----------
+    positions : numpy.ndarray of int64
+        Positions (in the zone file) of the polygons holding at least one trip end, in
+        file order: the zones, row by row.
+    n_points : numpy.ndarray of int64
+        Trip ends in each of those polygons.
+    origin_row, dest_row : numpy.ndarray of int64
+        Row (into ``positions``) of each trip's origin and destination; -1 outside
+        every polygon or for a NaN coordinate.
+    covered_share : float
+        Share of the (finite) trip ends lying in a polygon.
+    """
+
+    positions: np.ndarray
+    n_points: np.ndarray
+    origin_row: np.ndarray
+    dest_row: np.ndarray
+    covered_share: float
+
+
+def _polygon_of_points(zones: ZoneFile, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+    """Zone file position of each point (-1 outside), one lookup per distinct point."""
+    finite = np.isfinite(lat) & np.isfinite(lon)
+    where = np.full(lat.shape, -1, dtype=np.int64)
+    # trip files often snap ends to a few hundred centroids: look each one up once
+    codes, points = pd.factorize(lat[finite] + 1j * lon[finite])
+    if len(points):
+        found = zones.zone_index(np.real(points), np.imag(points))
+        where[finite] = found[codes]
+    return where
+
+
+def trip_polygons(zones: ZoneFile, origin_lat, origin_lon, dest_lat, dest_lon) -> TripPolygons:
+    """The polygons of ``zones`` that hold trip ends, and the polygon of every trip end.
+
+    Parameters
+    ----------
+    zones : ZoneFile
+        The planner's polygons (taxi zones, community areas).
+    origin_lat, origin_lon, dest_lat, dest_lon : array-like of float
+        Trip ends in degrees, one entry per trip (NaN: in no polygon).
+
+    Returns
+    -------
+    TripPolygons
+
+    Notes
+    -----
+    A point lies in the polygon that covers it (edges included; the smallest where
+    polygons overlap), as :meth:`ZoneFile.zone_index` decides. Polygons holding no trip
+    end are left out: nothing is known about travel there.
+
+    Examples
+    --------
+    >>> from vrvm.trips.zone_files import ZoneFile
+    >>> square = lambda x: {"type": "Polygon", "coordinates": [
+    ...     [[x, 0], [x + 1, 0], [x + 1, 1], [x, 1], [x, 0]]]}
+    >>> doc = {"type": "FeatureCollection", "features": [
+    ...     {"type": "Feature", "properties": {"id": i}, "geometry": square(i)}
+    ...     for i in range(3)]}
+    >>> tp = trip_polygons(ZoneFile.from_geojson(doc), [0.5, 0.5], [0.5, 2.5], [0.5, 9], [2.5, 9])
+    >>> tp.positions.tolist(), tp.n_points.tolist(), tp.dest_row.tolist(), tp.covered_share
+    ([0, 2], [1, 2], [1, -1], 0.75)
+    """
+    o_lat, o_lon = np.asarray(origin_lat, float).ravel(), np.asarray(origin_lon, float).ravel()
+    d_lat, d_lon = np.asarray(dest_lat, float).ravel(), np.asarray(dest_lon, float).ravel()
+    if not o_lat.size == o_lon.size == d_lat.size == d_lon.size:
+        raise ValueError("origin and destination coordinates must have one entry per trip")
+    n = o_lat.size
+    where = _polygon_of_points(
+        zones, np.concatenate([o_lat, d_lat]), np.concatenate([o_lon, d_lon])
+    )
+    counts = np.bincount(where[where >= 0], minlength=len(zones))
+    positions = np.flatnonzero(counts)
+    row_of = np.full(len(zones) + 1, -1, dtype=np.int64)  # the last entry: outside (-1)
+    row_of[positions] = np.arange(positions.size)
+    rows = row_of[where]
+    finite = np.isfinite(np.concatenate([o_lat, d_lat])) & np.isfinite(
+        np.concatenate([o_lon, d_lon])
+    )
+    return TripPolygons(
+        positions=positions.astype(np.int64),
+        n_points=counts[positions].astype(np.int64),
+        origin_row=rows[:n],
+        dest_row=rows[n:],
+        covered_share=float((where[finite] >= 0).mean()) if finite.any() else 0.0,
+    )

@@ -1,0 +1,166 @@
+"""The Predict page with a planner's polygons as its clickable zones (AppTest, no browser).
+
+A zone file over the synthetic city (its downtown and city limits from
+:func:`vrvm.trips.synthetic.synthetic_city_geojson`, the rest cut into quarters, an
+airport square and an island no trip reaches) is kept in the home, chosen in the
+sidebar, and origins and destinations are then picked by polygon.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import shapely
+from shapely.geometry import box, mapping, shape
+
+pytest.importorskip("streamlit")
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+from tests.app.test_pages import deck, metrics, no_exception, run_app
+from vrvm.trips.home import add_zone_file
+from vrvm.trips.synthetic import synthetic_city_geojson
+
+HEXAGONS = "Hexagons (from the trips)"
+
+
+def _polygonal(geometry):
+    """The polygons of an overlay result (which may hold the lines two pieces share)."""
+    parts = [p for p in shapely.get_parts(geometry) if p.geom_type == "Polygon"]
+    return shapely.union_all(parts)
+
+
+def districts_geojson() -> bytes:
+    """Downtown, four quarters of the rest of the city, the airport and an empty island."""
+    city = synthetic_city_geojson()
+    polygons = {
+        f["properties"]["kind"]: shape(f["geometry"])
+        for f in city["features"]
+        if f["geometry"]["type"] == "Polygon"
+    }
+    downtown, limits = polygons["downtown"], polygons["city_limits"]
+    rest = limits.difference(downtown)
+    x0, y0, x1, y1 = limits.bounds
+    xm, ym = (x0 + x1) / 2, (y0 + y1) / 2
+    quarters = {
+        "North-West": box(x0, ym, xm, y1),
+        "North-East": box(xm, ym, x1, y1),
+        "South-West": box(x0, y0, xm, ym),
+        "South-East": box(xm, y0, x1, ym),
+    }
+    airport = next(f for f in city["features"] if f["properties"].get("kind") == "airport")
+    ax, ay = airport["geometry"]["coordinates"]
+    zones = [("D1", "Downtown <b>Synthetica</b>", downtown)]
+    zones += [(f"Q{i}", name, rest.intersection(q)) for i, (name, q) in enumerate(quarters.items())]
+    zones += [("AP", "Airport", box(ax - 0.03, ay - 0.03, ax + 0.03, ay + 0.03).difference(limits))]
+    zones += [("XX", "Empty Island", box(x1 + 0.5, y0, x1 + 0.6, y0 + 0.1))]
+    features = [
+        {
+            "type": "Feature",
+            "properties": {"district": zone_id, "name": name},
+            "geometry": mapping(_polygonal(geometry)),
+        }
+        for zone_id, name, geometry in zones
+    ]
+    return json.dumps({"type": "FeatureCollection", "features": features}).encode()
+
+
+def zone_layer(at):
+    spec = json.loads(deck(at, "od_map").proto.json)
+    return next(layer for layer in spec["layers"] if layer["id"] == "zones")
+
+
+def click_polygon(at, index: int):
+    """The browser's payload when the polygon at ``index`` of the zone layer is clicked."""
+    chart = deck(at, "od_map")
+    feature = zone_layer(at)["data"][index]
+    payload = {"selection": {"indices": {"zones": [index]}, "objects": {"zones": [feature]}}}
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=chart.proto.id, string_value=json.dumps(payload)))
+    return at._run(states)
+
+
+def test_pick_origin_and_destination_by_polygon(vrvm_home):
+    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    at = run_app(t="2024-03-05T08:15")
+    no_exception(at)
+    choice = at.selectbox(key="settings_zone_choice")
+    assert choice.options == [HEXAGONS, "districts"] and choice.value == HEXAGONS
+    assert len(at.selectbox(key="od_origin").options) > 100  # hexagons
+    choice.set_value("districts").run()
+    no_exception(at)
+    labels = at.selectbox(key="od_origin").options
+    # the polygons holding trip ends, by id; the empty island cannot be picked
+    assert "D1 · Downtown <b>Synthetica</b>" in labels and "Q0 · North-West" in labels
+    assert not any("Empty Island" in label for label in labels)
+    layer = zone_layer(at)
+    assert layer["@@type"] == "GeoJsonLayer" and len(layer["data"]) == len(labels)
+    tooltip = layer["data"][labels.index("D1 · Downtown <b>Synthetica</b>")]["properties"]
+    assert tooltip["label"] == "D1 · Downtown &lt;b&gt;Synthetica&lt;/b&gt;"  # escaped HTML
+    spec = json.loads(deck(at, "od_map").proto.json)
+    faint = next(layer for layer in spec["layers"] if layer["id"] == "boundaries-areas")
+    assert any(f["properties"]["name"] == "Empty Island" for f in faint["data"]["features"])
+
+    at.selectbox(key="od_origin").set_value("D1 · Downtown <b>Synthetica</b>").run()
+    at.selectbox(key="od_dest").set_value("Q3 · South-East").run()
+    no_exception(at)
+    assert metrics(at)["Median"].endswith(" min")
+    assert any("training trips went between these two zones" in c.value for c in at.caption)
+    # the link carries the polygons' representative points, which lie inside them
+    lat, lon = map(float, at.query_params["o"].split(","))
+    downtown = next(
+        shape(f["geometry"])
+        for f in json.loads(districts_geojson())["features"]
+        if f["properties"]["district"] == "D1"
+    )
+    assert shapely.contains_xy(downtown, lon, lat)
+
+    # a click on a polygon sets the origin, a second the destination
+    at.button(key="od_clear").click().run()
+    at = click_polygon(at, labels.index("Q0 · North-West"))
+    no_exception(at)
+    assert at.selectbox(key="od_origin").value == "Q0 · North-West"
+    at = click_polygon(at, labels.index("Q1 · North-East"))
+    assert at.selectbox(key="od_dest").value == "Q1 · North-East"
+    assert "Median" in metrics(at)
+    spec = json.loads(deck(at, "od_map").proto.json)
+    outlined = next(layer for layer in spec["layers"] if layer["id"] == "od-zones")
+    assert [f["zone"] for f in outlined["data"]] == ["Q0", "Q1"]
+
+    # the reach map colours the polygons and offers both downloads
+    at.segmented_control(key="predict_mode").set_value("coverage").run()
+    no_exception(at)
+    fills = {tuple(f["properties"]["fill"]) for f in zone_layer(at)["data"]}
+    assert len(fills) >= 2
+    assert f"of {len(labels)}" in next(v for k, v in metrics(at).items() if k.startswith("Zones"))
+    assert [d.label for d in at.get("download_button")] == ["Download CSV", "Download GeoJSON"]
+
+    # the relevance-vector arcs are drawn over the polygons, not over hexagons
+    at.switch_page("pages/1_Relevance_vectors.py").run()
+    no_exception(at)
+    spec = next(
+        json.loads(d.proto.json)
+        for d in at.get("deck_gl_json_chart")
+        if "relevance-arcs" in d.proto.json
+    )
+    outline = next(layer for layer in spec["layers"] if layer["id"] == "zones-outline")
+    assert outline["@@type"] == "GeoJsonLayer" and len(outline["data"]) == len(labels)
+
+    # the choice is kept in the home: a fresh session opens on the polygons
+    again = run_app()
+    no_exception(again)
+    assert again.selectbox(key="settings_zone_choice").value == "districts"
+    assert again.selectbox(key="od_origin").options == labels
+    again.selectbox(key="settings_zone_choice").set_value(HEXAGONS).run()
+    assert len(again.selectbox(key="od_origin").options) > 100
+
+
+def test_typed_coordinates_between_polygons_name_the_nearest(vrvm_home):
+    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    at = run_app()
+    at.selectbox(key="settings_zone_choice").set_value("districts").run()
+    at.text_input(key="od_typed_o").input("-40.0, -29.5")  # east of the city, in the sea
+    at.button(key="FormSubmitter:od_typed_form-Use these coordinates").click().run()
+    no_exception(at)
+    error = next(e.value for e in at.error if "not near any training trips" in e.value)
+    assert "The nearest zone is " in error and "latitudes" not in error
