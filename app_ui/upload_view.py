@@ -182,7 +182,8 @@ def show(key: str, ctx: ModelContext) -> None:
     st.session_state.setdefault(f"{key}_recipes", {})
     st.session_state.setdefault(f"{key}_added", {})
     files = st.file_uploader(
-        "Trip files (CSV or Parquet; Chicago, NYC or canonical columns are recognised)",
+        "Trip files (CSV or Parquet; Chicago, NYC, bike-share and canonical layouts are "
+        "recognised, a form maps any other)",
         type=list(uploads.UPLOAD_TYPES),
         accept_multiple_files=True,
         key=f"{key}_upload",

@@ -24,7 +24,14 @@ import numpy as np
 
 from vrvm import TravelTimeModel
 from vrvm.services import models
-from vrvm.services.area import ViewState, build_service_area, mercator_x, mercator_y
+from vrvm.services.area import (
+    ViewState,
+    build_service_area,
+    load_zone_choice,
+    mercator_x,
+    mercator_y,
+    zone_choice,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (apt-get install -y chromium)
@@ -126,7 +133,9 @@ def two_zones(home: Path, width: float, height: float) -> list[tuple[str, float,
     """Two busy zones well inside the map canvas and far apart: (label, x, y) pixels."""
     _, path = models.active_model_path(home)
     model = TravelTimeModel.load(path)
-    area = build_service_area(model, trips=models.load_training_trips(home, model))
+    chosen = zone_choice(home)  # the planner's polygons, when they are the zones
+    zones = load_zone_choice(home, chosen.name) if chosen else None
+    area = build_service_area(model, trips=models.load_training_trips(home, model), zones=zones)
     grid = area.grid
     x, y = lnglat_to_pixel(area.view, grid["lat"], grid["lon"], width_px=width, height_px=height)
     inside = (x > 50) & (x < width - 60) & (y > 50) & (y < height - 50)
@@ -136,7 +145,9 @@ def two_zones(home: Path, width: float, height: float) -> list[tuple[str, float,
     return [(grid["label"][i], float(x[i]), float(y[i])) for i in (first, second)]
 
 
-def click_zone(page, canvas, label: str, x: float, y: float, attempts: int = 3) -> None:
+def click_zone(
+    page, canvas, label: str, x: float, y: float, attempts: int = 3, hover_ms: int = 300
+) -> None:
     """Hover, then click a zone until the app shows it as selected.
 
     deck.gl picks the object under the pointer on hover; on a loaded machine (software
@@ -146,7 +157,7 @@ def click_zone(page, canvas, label: str, x: float, y: float, attempts: int = 3) 
     selected = "label => [...document.querySelectorAll('input')].some(e => e.value === label)"
     for attempt in range(attempts):
         canvas.hover(position={"x": x, "y": y})
-        page.wait_for_timeout(300 * (attempt + 1))
+        page.wait_for_timeout(hover_ms * (attempt + 1))
         canvas.click(position={"x": x, "y": y})
         try:
             page.wait_for_function(selected, arg=label, timeout=15_000)

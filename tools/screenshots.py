@@ -1,7 +1,8 @@
 """Take the dashboard screenshots in ``assets/`` from the real app in headless Chromium.
 
     python tools/screenshots.py [--home DIR] [--out assets]
-    python tools/screenshots.py --city ../shared/data/nyc_taxi_2016_sample.csv --prefix nyc
+    python tools/screenshots.py --city ../shared/data/nyc_taxi_2016_sample.csv --prefix nyc \
+        [--zones ../shared/data/nyc_taxi_zones.geojson:LocationID]
 
 Starts ``streamlit run app.py`` on a free port with ``VRVM_HOME=DIR`` (default: a
 temporary copy-free directory, so the first start trains the demo model), then:
@@ -16,7 +17,9 @@ temporary copy-free directory, so the first start trains the demo model), then:
 
 With ``--city FILE --prefix NAME`` it trains the default model on a real trip file in a
 scratch home instead (read with :func:`vrvm.read_trips`, no options) and takes the
-Predict and coverage pages of that city -> ``NAME_predict.png``, ``NAME_coverage.png``.
+Predict and coverage pages of that city -> ``NAME_predict.png``, ``NAME_coverage.png``;
+with ``--zones FILE:ID`` the zone file is kept in that home and its polygons are the
+clickable zones.
 
 Needs Chromium at /usr/bin/chromium (``apt-get install chromium``) and Playwright.
 """
@@ -61,16 +64,24 @@ def shoot(page, path: Path) -> None:
     page.set_viewport_size({"width": 1440, "height": 1000})
 
 
-def city_home(path: Path, home: Path) -> None:
-    """Train the default model on a real trip file and publish it in ``home``."""
+def city_home(path: Path, home: Path, zones: str | None = None) -> None:
+    """Train the default model on a real trip file and publish it in ``home``; with
+    ``zones`` (``FILE:ID_PROPERTY``) keep that zone file and make it the clickable zones."""
     from vrvm import TravelTimeModel, read_trips
+    from vrvm.services.area import set_zone_choice
     from vrvm.services.models import default_model_name, publish_model
+    from vrvm.trips.home import add_zone_file
 
     trips, report = read_trips(path)
     print(report)
     model = TravelTimeModel(name=default_model_name(path.name), random_state=0, n_jobs=2)
     model.fit(trips)
     publish_model(home, model, metrics=None, info={"kind": "train"}, training_trips=trips)
+    if zones:
+        file, _, id_property = zones.rpartition(":")
+        name = Path(file).stem
+        add_zone_file(home, name, Path(file).read_bytes(), id_property=id_property or None)
+        set_zone_choice(home, name)
 
 
 def predict_and_coverage(url: str, home: Path, out: Path, prefix: str = "") -> None:
@@ -83,11 +94,13 @@ def predict_and_coverage(url: str, home: Path, out: Path, prefix: str = "") -> N
         # a weekday morning peak, through a shared link
         page.goto(f"{url}/?t=2024-03-05T08:15&thr=20")
         page.wait_for_selector("canvas", timeout=180_000)
-        page.wait_for_timeout(2500)
+        page.wait_for_timeout(8000)  # polygons take a while to draw in software WebGL
         canvas = page.locator("canvas").first
         box = canvas.bounding_box()
         for label, x, y in two_zones(home, box["width"], box["height"]):
-            click_zone(page, canvas, label, x, y)
+            # polygons are picked slowly in software WebGL: hover longer before clicking
+            click_zone(page, canvas, label, x, y, hover_ms=1200)
+            page.wait_for_timeout(3000)  # the rerun redraws the map before the next click
         page.get_by_text("Predictive distribution of the travel time").wait_for(timeout=30_000)
         page.wait_for_timeout(2500)
         shoot(page, out / f"{prefix}predict.png")
@@ -105,13 +118,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "assets")
     parser.add_argument("--city", type=Path, default=None, help="a real trip file")
     parser.add_argument("--prefix", default="city", help="file name prefix with --city")
+    parser.add_argument("--zones", default=None, help="with --city: FILE.geojson:ID_PROPERTY")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
     if args.city is not None:
         scratch = Path(tempfile.mkdtemp(prefix="vrvm-shots-"))
         try:
-            city_home(args.city, scratch / "home")
+            city_home(args.city, scratch / "home", args.zones)
             with streamlit_server(scratch / "home", scratch / "streamlit.log") as url:
                 predict_and_coverage(url, scratch / "home", args.out, f"{args.prefix}_")
         finally:
