@@ -23,18 +23,6 @@ from vrvm import synthetic_city
 from vrvm.services.area import ServiceArea, build_service_area
 from vrvm.trips.home import load_training_trips, model_store, trip_store
 
-
-@pytest.fixture(autouse=True)
-def _restore_main_module():
-    """AppTest runs a page as ``__main__`` and leaves it in ``sys.modules``; restore the
-    real one, or later tests that spawn processes (Dask workers re-import ``__main__``
-    from its path) would run a page, and train a demo model, in every child."""
-    main = sys.modules.get("__main__")
-    yield
-    if main is not None:
-        sys.modules["__main__"] = main
-
-
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
 RELEVANCE = "pages/1_Relevance_vectors.py"

@@ -173,6 +173,9 @@ def _parse_times(values: pd.Series, zone: str, how: _TimeReading) -> np.ndarray:
             numbers = numbers / 1000.0
             how.notes["start_time"] = f"{how.column!r}: Unix milliseconds"
         if how.unix_is_local:
+            how.notes["start_time"] = (
+                f"{how.column!r}: Unix numbers holding the city's wall-clock time"
+            )
             return _unix_local_to_utc(numbers, zone)
         return _unix_to_utc(numbers)
 

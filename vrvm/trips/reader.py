@@ -390,6 +390,7 @@ def read_trips(
     '2016-01-01 00:00:00-06:00'
     >>> print(report)
     sample.csv: kept 1 of 2 rows (50.0%), dropped 1
+      read 'trip_start_timestamp': Unix numbers holding the city's wall-clock time
       non_positive_duration: 1 (50.0%), e.g. rows 3
 
     Queries, with or without travel times, keeping every row's line number:
