@@ -41,7 +41,28 @@ def test_real_nyc_sample_uploads_without_help(vrvm_home, shared_data):
     assert "numbers with Sunday = 1" in captions and "No calendar date" in captions
     preview = table_with(at, "start (local)")
     assert preview["start (local)"].iloc[0] == "Thu 10:48"  # weekday and clock, no date
-    assert any(b.label.startswith("Add 8,000 trips") for b in at.button)
+    # Another city than the (synthetic) active model's: flagged before it is added.
+    assert any("cannot update this model" in i.value for i in at.info)
+    next(b for b in at.button if b.label.startswith("Add 8,000 trips")).click().run()
+    no_exception(at)
+    assert metrics(at)["Trips in the store"] == "8,000"
+    # Train a new model of its own on them and publish it under its name.
+    at.text_input(key="retrain_name").set_value("NYC taxi 2016")
+    at.number_input(key="retrain_members").set_value(2)
+    at.text_input(key="retrain_widths").input("1.5, 3")
+    at.number_input(key="retrain_max_basis").set_value(100)
+    at.checkbox(key="retrain_option_update").uncheck()
+    at.button(key="FormSubmitter:retrain_settings-Train and evaluate").click().run()
+    no_exception(at)
+    scores = table_with(at, "trips scored")
+    assert scores.loc["trips scored", "Full retrain"] == 1600
+    crps_min = scores.loc["CRPS (min)", "Full retrain"]
+    assert 1.5 < crps_min < 4.5  # sane for Manhattan taxi trips (2.6 min with 8 members)
+    next(b for b in at.button if b.label.startswith("Publish “Full retrain”")).click().run()
+    no_exception(at)
+    at.switch_page("app.py").run()
+    caption = at.caption[0].value
+    assert "NYC taxi 2016" in caption and "no calendar date" in caption
 
 
 def test_real_sf_bike_share_uploads_without_help(vrvm_home, shared_data):

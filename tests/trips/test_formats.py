@@ -375,3 +375,13 @@ def test_zone_id_trips_become_representative_points(shared_data, tmp_path):
 def test_public_layouts_are_recognised(header, schema, label):
     layout, _ = read_layout((header + "\n").encode())
     assert (layout.schema, layout.label) == (schema, label)
+
+
+def test_a_split_by_date_says_the_trips_have_none(shared_data):
+    from vrvm.trips.split import split_holdout
+
+    trips, _ = read_trips(shared_data("nyc_taxi_2016_sample.csv"))
+    with pytest.raises(ValueError, match=r"no calendar date .* hold out a random share"):
+        split_holdout(trips, 0.2, how="latest")
+    _, test = split_holdout(trips, 0.2, seed=0)
+    assert len(test) == 1600

@@ -681,7 +681,9 @@ def test_report_outputs(tmp_path):
     assert "messy.csv: kept 2 of 16 rows (12.5%), dropped 14\n" in text
     assert "unparseable_time: 2 (12.5%), e.g. rows 3, 4" in text
     assert "duplicate: 1" in text
-    assert len(text.splitlines()) == 1 + sum(1 for c in report.counts.values() if c)
+    assert len(text.splitlines()) == 1 + len(report.notes) + sum(
+        1 for c in report.counts.values() if c
+    )
 
 
 def test_cleaning_config_validation():

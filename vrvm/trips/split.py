@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from vrvm.trips.table import trip_ids
+from vrvm.trips.table import dateless_mask, trip_ids
 
 __all__ = ["HOLDOUT_METHODS", "split_holdout"]
 
@@ -97,6 +97,13 @@ def split_holdout(
         key = _mix64(ids ^ stream.generate_state(1, dtype=np.uint64)[0])
         order = np.lexsort((ids, key))  # smallest keys first
     else:
+        dateless = dateless_mask(trips["start_time"])
+        if dateless.any():
+            raise ValueError(
+                f"{int(dateless.sum()):,} of {n:,} trips have no calendar date (only a "
+                "weekday and a clock), so there are no most recent trips to hold out; "
+                "hold out a random share instead"
+            )
         start = trips["start_time"].dt.tz_convert("UTC").to_numpy(dtype="datetime64[ns]")
         order = np.lexsort((ids, start.view(np.int64)))[::-1]  # latest first
     held = np.zeros(n, dtype=bool)
