@@ -36,15 +36,50 @@ _FORMAT_HELP = {
 }
 
 
-def _choice(label: str, options: list[str], default: str | None, key: str, help_text: str = ""):
-    choices = [_AUTO, *options]
+def _choice(
+    label: str,
+    options: list[str],
+    default: str | None,
+    key: str,
+    help_text: str = "",
+    empty: str = _AUTO,
+):
+    """A selectbox whose first entry (``empty``) stands for None."""
+    choices = [empty, *options]
     index = choices.index(default) if default in choices else 0
     value = st.selectbox(label, choices, index=index, key=key, help=help_text or None)
-    return None if value == _AUTO else value
+    return None if value == empty else value
 
 
-def _mapping_form(key: str, fid: str, outcome: uploads.UploadOutcome, ctx: ModelContext) -> None:
-    """Ask which column holds each role and how times are written; optionally keep it."""
+def _live_preview(key: str, fid: str, name: str, data: bytes, options, ctx: ModelContext) -> None:
+    """The first rows read with the options as they stand, re-read when they change."""
+    store = st.session_state.setdefault(f"{key}_live", {})
+    stamp = repr(sorted(options.to_dict().items()))
+    if fid not in store or store[fid][0] != stamp:
+        outcome = uploads.read_upload(
+            name, data, options=options, home=ctx.home, max_rows=uploads.PREVIEW_READ_ROWS
+        )
+        store[fid] = (stamp, outcome)
+    outcome = store[fid][1]
+    if outcome.report is None:
+        st.caption(f"Preview: {(outcome.error or '').splitlines()[0]}")
+        return
+    report = outcome.report
+    st.caption(
+        f"Preview of the first {report.n_input:,} rows: {report.n_kept:,} kept, "
+        f"{report.dropped:,} dropped" + "".join(f"; read {note}" for note in report.notes.values())
+    )
+    if len(outcome.preview):
+        st.dataframe(outcome.preview, hide_index=True, key=f"{key}_live_rows_{fid}")
+    if len(outcome.reasons):
+        st.dataframe(outcome.reasons, hide_index=True, key=f"{key}_live_reasons_{fid}")
+
+
+def _mapping_form(
+    key: str, fid: str, outcome: uploads.UploadOutcome, data: bytes, ctx: ModelContext
+) -> None:
+    """Ask which column holds each role and how times are written, preview the trips as
+    read live, read the whole file on request and optionally keep the answers."""
     question = outcome.format_question
     if question is not None:
         st.warning(f"**{outcome.name}**: {question}", icon=":material/event_busy:")
@@ -59,7 +94,7 @@ def _mapping_form(key: str, fid: str, outcome: uploads.UploadOutcome, ctx: Model
     guess = given.column_map or uploads.guess_column_map(outcome.columns)
     choices = ["", *outcome.columns]
     zone_files = [entry.name for entry in boundaries.saved_boundaries(ctx.home)]
-    with st.form(f"{key}_form_{fid}"):
+    with st.container(border=True):
         st.markdown("**Which column holds what** (leave empty what the file does not have)")
         mapping = {}
         cols = st.columns(2)
@@ -116,26 +151,27 @@ def _mapping_form(key: str, fid: str, outcome: uploads.UploadOutcome, ctx: Model
             f"{key}_zones_{fid}",
             "Trips given by zone ids are placed at a point inside each zone of this file "
             "(add zone files on the Predict page's sidebar).",
+            empty="(none)",
         )
         recipe = st.text_input(
             "Remember as a recipe (optional name)",
             key=f"{key}_recipe_{fid}",
             help="The next file with the same columns is then read without this form.",
         )
-        if st.form_submit_button("Read with these columns"):
-            column_map = {role: col for role, col in mapping.items() if col}
-            try:
-                options = uploads.ReadOptions(
-                    tz=tz.strip() or None,
-                    column_map=column_map,
-                    date_format=pattern.strip() or date_format,
-                    clock_format=clock_format,
-                    weekday_format=weekday_format,
-                    zones=zones,
-                )
-            except ValueError as exc:
-                st.error(str(exc), icon=":material/block:")
-                return
+        try:
+            options = uploads.ReadOptions(
+                tz=tz.strip() or None,
+                column_map={role: col for role, col in mapping.items() if col},
+                date_format=pattern.strip() or date_format,
+                clock_format=clock_format,
+                weekday_format=weekday_format,
+                zones=zones,
+            )
+        except ValueError as exc:
+            st.error(str(exc), icon=":material/block:")
+            return
+        _live_preview(key, fid, outcome.name, data, options, ctx)
+        if st.button("Read with these columns", key=f"{key}_read_{fid}", type="primary"):
             st.session_state[f"{key}_options"][fid] = options
             st.session_state[f"{key}_recipes"][fid] = recipe.strip()
             st.session_state[f"{key}_reads"].pop(fid, None)
@@ -210,7 +246,7 @@ def show(key: str, ctx: ModelContext) -> None:
             if outcome.needs_mapping or (mapped and outcome.report is None):
                 if mapped and not outcome.needs_mapping:
                     st.error(outcome.error, icon=":material/block:")
-                _mapping_form(key, fid, outcome, ctx)
+                _mapping_form(key, fid, outcome, data, ctx)
                 continue
             if outcome.recipe:
                 st.info(

@@ -87,7 +87,12 @@ def test_the_form_reads_day_first_dates_and_decimal_hours_and_keeps_a_recipe(vrv
         ("travel_time_s", "trip_duration"),
     ):
         _role(at, role).set_value(column)
-    at.text_input(key=f"retrain_tz_{fid}").set_value("UTC")
+    at.text_input(key=f"retrain_tz_{fid}").set_value("UTC").run()
+    no_exception(at)
+    # the trips as read so far, live, before the whole file is read
+    live = next(c.value for c in at.caption if c.value.startswith("Preview of the first"))
+    assert live.startswith("Preview of the first 300 rows") and "day-first dates" in live
+    assert table_with(at, "start (local)")["start (local)"].str.match(r"20\d\d-").all()
     at.text_input(key=f"retrain_recipe_{fid}").set_value("taxi course")
     next(b for b in at.button if b.label == "Read with these columns").click().run()
     no_exception(at)

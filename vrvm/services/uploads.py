@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 PREVIEW_ROWS = 10
+PREVIEW_READ_ROWS = 2000
+"""Rows a live preview of a mapping reads (the whole file is read when it is used)."""
 
 MAX_UPLOAD_MB = 200
 MAX_DECOMPRESSED_MB = 2000
@@ -154,6 +156,7 @@ def read_upload(
     column_map: Mapping[str, str] | None = None,
     home: Path | None = None,
     max_mb: float = MAX_UPLOAD_MB,
+    max_rows: int | None = None,
 ) -> UploadOutcome:
     """Read one uploaded file into clean trips and a cleaning report, never raising.
 
@@ -164,7 +167,8 @@ def read_upload(
     ``needs_mapping=True`` and the file's ``columns``; a time column whose format
     cannot be told yields ``needs_mapping`` and ``format_question``; any other
     problem yields ``error``. Zone files named by the options are those kept in
-    ``home``.
+    ``home``. With ``max_rows`` only the first rows are read (a live preview of a
+    mapping, :data:`PREVIEW_READ_ROWS`).
     """
     outcome = UploadOutcome(name=name)
     if options is None and column_map:
@@ -182,7 +186,9 @@ def read_upload(
             if home is None:
                 raise UploadError(f"{name}: the zone file {options.zones!r} needs a data home")
             zones = load_zone_file(home, options.zones)
-        trips, report = read_trips(data, source=name, zones=zones, **options.read_kwargs())
+        trips, report = read_trips(
+            data, source=name, zones=zones, max_rows=max_rows, **options.read_kwargs()
+        )
     except UnknownLayoutError as exc:
         outcome.error, outcome.needs_mapping, outcome.columns = str(exc), True, exc.columns
         return outcome

@@ -368,36 +368,38 @@ def remove_zone_file(home: str | os.PathLike[str], name: str) -> bool:
     return True
 
 
+def _zone_setting(home: str | os.PathLike[str], setting: str) -> str | None:
+    name = _read_index(home).get(setting)
+    return name if name and zone_file_entry(home, name) else None
+
+
+def _set_zone_setting(home: str | os.PathLike[str], setting: str, name: str | None) -> None:
+    with exclusive_lock(_zones_dir(home) / ZONES_LOCK):
+        index = _read_index(home)
+        if name is not None and check_zone_file_name(name) not in index["zone_files"]:
+            raise KeyError(f"no zone file named {name!r}")
+        index[setting] = name
+        _write_index(home, index)
+
+
 def map_zone_file(home: str | os.PathLike[str]) -> str | None:
     """Name of the zone file drawn on the dashboard's map (and naming its zones), if any."""
-    name = _read_index(home).get("map")
-    return name if name and zone_file_entry(home, name) else None
+    return _zone_setting(home, "map")
 
 
 def set_map_zone_file(home: str | os.PathLike[str], name: str | None) -> None:
     """Draw the kept zone file ``name`` on the map (None: no boundaries)."""
-    with exclusive_lock(_zones_dir(home) / ZONES_LOCK):
-        index = _read_index(home)
-        if name is not None and check_zone_file_name(name) not in index["zone_files"]:
-            raise KeyError(f"no zone file named {name!r}")
-        index["map"] = name
-        _write_index(home, index)
+    _set_zone_setting(home, "map", name)
 
 
 def clickable_zone_file(home: str | os.PathLike[str]) -> str | None:
     """Name of the zone file whose polygons are the map's clickable zones (None: hexagons)."""
-    name = _read_index(home).get("clickable")
-    return name if name and zone_file_entry(home, name) else None
+    return _zone_setting(home, "clickable")
 
 
 def set_clickable_zone_file(home: str | os.PathLike[str], name: str | None) -> None:
     """Make the kept zone file ``name`` the map's clickable zones (None: H3 hexagons)."""
-    with exclusive_lock(_zones_dir(home) / ZONES_LOCK):
-        index = _read_index(home)
-        if name is not None and check_zone_file_name(name) not in index["zone_files"]:
-            raise KeyError(f"no zone file named {name!r}")
-        index["clickable"] = name
-        _write_index(home, index)
+    _set_zone_setting(home, "clickable", name)
 
 
 def recipe_book(home: str | os.PathLike[str]) -> RecipeBook:

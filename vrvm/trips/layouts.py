@@ -687,19 +687,19 @@ def _layout(
 
 
 _GUESS_PATTERNS = {
-    "start_date": r"((start|pickup|depart|trip).*date(?!.*time))|^date$",
-    "start_time": r"(start|pickup|depart).*(time|ts)|^start$",
-    "start_clock": r"(start|pickup|depart).*clock|^(time|clock)$",
+    "start_date": r"((start|pickup|^pu|depart|trip).*date(?!.*time))|^date$",
+    "start_time": r"(start|pickup|^pu|depart).*(time|ts)|^start$",
+    "start_clock": r"(start|pickup|^pu|depart).*clock|^(time|clock)$",
     "start_hour": r"(^|_)hour$",
     "start_minute": r"(^|_)minute$",
     "weekday": r"week_?day|day_?of_?week|^dow$",
     "end_time": r"(end|drop|arriv).*(time|date|ts)",
     "travel_time_min": r"(duration|travel_?time|trip).*min|^minutes$",
     "travel_time_s": r"(duration|seconds|travel_?time|trip_?sec)",
-    "origin_lat": r"(origin|pickup|start|from).*lat",
-    "origin_lon": r"(origin|pickup|start|from).*(lon|lng)",
-    "dest_lat": r"(dest|dropoff|drop|end|to).*lat",
-    "dest_lon": r"(dest|dropoff|drop|end|to).*(lon|lng)",
+    "origin_lat": r"(origin|pickup|^pu|start|from).*lat",
+    "origin_lon": r"(origin|pickup|^pu|start|from).*(lon|lng)",
+    "dest_lat": r"(dest|dropoff|drop|^do|end|to).*lat",
+    "dest_lon": r"(dest|dropoff|drop|^do|end|to).*(lon|lng)",
     "origin_zone": r"(origin|pickup|start|^pu).*(zone|location_?id|area)",
     "dest_zone": r"(dest|dropoff|drop|end|^do).*(zone|location_?id|area)",
 }

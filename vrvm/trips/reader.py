@@ -209,10 +209,17 @@ class _RawTable:
     n_empty: int = 0
 
 
-def _read_raw(src: _Input, schema: str, column_map, require_duration: bool = True) -> _RawTable:
-    """Read the file and keep the columns of the resolved schema."""
+def _read_raw(
+    src: _Input,
+    schema: str,
+    column_map,
+    require_duration: bool = True,
+    max_rows: int | None = None,
+) -> _RawTable:
+    """Read the file (its first ``max_rows`` data rows) and keep the layout's columns."""
     if src.kind == "parquet":
-        import pyarrow.parquet as pq  # pyarrow is a dependency; imported lazily for speed
+        import pyarrow as pa  # pyarrow is a dependency; imported lazily for speed
+        import pyarrow.parquet as pq
 
         try:
             parquet = pq.ParquetFile(src.handle())
@@ -224,7 +231,11 @@ def _read_raw(src: _Input, schema: str, column_map, require_duration: bool = Tru
         layout = resolve_layout(columns, schema, column_map, src.name, require_duration)
         needed = list(dict.fromkeys(layout.mapping.values()))
         try:
-            raw = parquet.read(columns=needed).to_pandas()
+            if max_rows is None:
+                raw = parquet.read(columns=needed).to_pandas()
+            else:
+                batches = parquet.iter_batches(batch_size=max_rows, columns=needed)
+                raw = next(batches, pa.table({c: [] for c in needed})).to_pandas()
         except Exception as err:
             raise TripFileError(
                 f"{src.name} could not be read as Parquet ({_short(err)}): {_EXPECTED}"
@@ -253,6 +264,7 @@ def _read_raw(src: _Input, schema: str, column_map, require_duration: bool = Tru
                 # Keep blank lines as rows so that position + 2 is the line number.
                 skip_blank_lines=False,
                 low_memory=False,
+                nrows=max_rows,
             )
     except pd.errors.ParserWarning:
         raise TripFileError(
@@ -289,6 +301,7 @@ def read_trips(
     clock_format: str | None = None,
     weekday_format: str | None = None,
     zones: ZoneFile | str | os.PathLike[str] | None = None,
+    max_rows: int | None = None,
 ) -> tuple[pd.DataFrame, CleaningReport]:
     """Read a trip export (CSV or Parquet) into the canonical table, cleaned, with a report.
 
@@ -343,6 +356,9 @@ def read_trips(
         (a path is read with its id property detected); each trip end becomes the
         zone's representative point, and unknown ids are dropped as
         ``unknown_zone``.
+    max_rows : int or None, default=None
+        Read only the first ``max_rows`` data rows (a preview); the report then
+        speaks of those rows only.
 
     Returns
     -------
@@ -415,7 +431,9 @@ def read_trips(
     formats = TimeFormats(date_format or "auto", clock_format or "auto", weekday_format)
     zone_file = _zone_file(zones)
     src = _open_input(path_or_buffer, source)
-    raw = _read_raw(src, schema, column_map, require_travel_time)
+    if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
+        raise ValueError(f"max_rows must be a positive integer or None, got {max_rows!r}")
+    raw = _read_raw(src, schema, column_map, require_travel_time, max_rows)
     layout = raw.layout
     if layout.needs_zones and zone_file is None:
         columns = [layout.mapping[r] for r in ("origin_zone", "dest_zone") if r in layout.mapping]
