@@ -4,7 +4,9 @@ The model is loaded with ``st.cache_resource`` keyed by its path and version, so
 rerun never reloads it and publishing a new version simply makes the next run load (and
 cache) the new one; a published model object is never mutated. The zones are the
 hexagons of its training trips, or the polygons of the zone file chosen in the sidebar
-(cached by that file's fingerprint as well).
+(cached by that file's fingerprint as well). A data home that cannot be written (or a
+file where it should be) is said in one ``st.error``, naming the path, why and what to
+do, and the page stops there, without a traceback.
 """
 
 from __future__ import annotations
@@ -116,18 +118,49 @@ def _first_start(home: Path) -> None:
         def progress(done: int, total: int, elapsed: float) -> None:
             bar.progress(done / total, text=f"Member {done} of {total} trained ({elapsed:.0f} s)")
 
-        version, _ = demo.ensure_demo_model(home, settings, progress=progress, stage=st.write)
+        try:
+            version, _ = demo.ensure_demo_model(home, settings, progress=progress, stage=st.write)
+        except demo.StorageError:
+            status.update(label="First start failed: cannot write the data home", state="error")
+            raise
         status.update(label=f"Demo model ready (version {version})", state="complete")
+
+
+def _storage_problem(exc: OSError) -> None:
+    """The data home cannot be written: which path, why and what to do; stop the page."""
+    message = _storage_message(exc)
+    st.error(_plain(message[:1].upper() + message[1:] + "."), icon=":material/folder_off:")
+    st.stop()
+
+
+def _storage_message(exc: OSError) -> str:
+    """The message of a :class:`demo.StorageError`; the path and the reason of another."""
+    if isinstance(exc, demo.StorageError):
+        return str(exc)
+    reason = (exc.strerror or str(exc)).lower()
+    where = exc.filename or "the data home"
+    return f"cannot write {where}: {reason}; {demo.home_advice(exc)}"
+
+
+def _plain(text: str) -> str:
+    """``text`` shown as written: paths keep their ``_``, ``*`` and ``$`` (no Markdown)."""
+    return "".join(f"\\{c}" if c in "\\`*_[]$~<>#|" else c for c in text)
 
 
 def _model_problem(home: Path, exc: Exception) -> None:
     """The store's active pointer or model is damaged: say so and offer the versions."""
     st.error(f"The active model cannot be loaded: {exc}")
-    versions = models.version_numbers(home)
+    try:
+        versions = models.version_numbers(home)
+    except OSError:
+        versions = []
     if versions:
         choice = st.selectbox("Activate another version", versions[::-1], key="ctx_repair")
         if st.button("Activate", key="ctx_repair_go"):
-            models.activate_version(home, int(choice))
+            try:
+                models.activate_version(home, int(choice))
+            except OSError as write_exc:
+                _storage_problem(write_exc)
             st.rerun()
     st.stop()
 
@@ -136,6 +169,7 @@ def get_context() -> ModelContext:
     """The active model and its zones, training the demo model on first start."""
     home = models.data_home()
     try:
+        demo.prepare_home(home)
         active = models.active_model_path(home)
         if active is None:
             _first_start(home)
@@ -145,6 +179,9 @@ def get_context() -> ModelContext:
         trips = _training_trips(str(home), str(path), version)
         area = _clickable_area(home, path, version, sidebar.boundaries())
         _warm_up_charts()
+    except demo.StorageError as exc:
+        _storage_problem(exc)
+        raise  # unreachable: st.stop() ends the run
     except (ModelFormatError, ValueError) as exc:
         _model_problem(home, exc)
         raise  # unreachable: st.stop() ends the run

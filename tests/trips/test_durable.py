@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import pickle
 
 import pytest
 
-from vrvm.trips.durable import atomic_write, atomic_write_json, exclusive_lock
+from vrvm.trips.durable import StorageError, atomic_write, atomic_write_json, exclusive_lock
 
 
 def test_atomic_write_replaces_the_file_and_leaves_nothing_else(tmp_path):
@@ -62,3 +64,76 @@ def test_exclusive_lock_excludes_other_holders_and_creates_its_file(tmp_path):
             fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     with open(path, "a+b") as other:  # released on exit
         fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+# ------------------------------------------------------------ storage errors
+# The tests run as root, which ignores permission bits: a place that cannot be written
+# is a path under a regular file; other errors are raised by a patched fsync.
+
+
+def _fail_with(monkeypatch, code: int, text: str) -> None:
+    def fail(path):
+        raise OSError(code, text, str(path))
+
+    monkeypatch.setattr("vrvm.trips.durable._fsync_file", fail)
+
+
+@pytest.mark.parametrize(
+    ("code", "text", "why", "advice"),
+    [
+        (errno.ENOSPC, "No space left on device", "no space left on device", "free some space"),
+        (errno.EROFS, "Read-only file system", "read-only file system", "choose a writable"),
+        (errno.EACCES, "Permission denied", "permission denied", "choose a writable"),
+        (errno.EIO, "Input/output error", "input/output error", "check the folder"),
+    ],
+)
+def test_a_refused_write_names_the_target_why_and_what_to_do(
+    tmp_path, monkeypatch, code, text, why, advice
+):
+    target = tmp_path / "file.txt"
+    target.write_text("previous")
+    _fail_with(monkeypatch, code, text)
+    with pytest.raises(StorageError) as caught:
+        atomic_write(target, lambda tmp: tmp.write_text("new"))
+    exc = caught.value
+    assert isinstance(exc, OSError) and exc.errno == code
+    assert exc.filename == str(target)  # the target, never the temporary file
+    assert str(exc).startswith(f"cannot write {target}: {why}; {advice}")
+    assert isinstance(exc.__cause__, OSError)
+    assert target.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["file.txt"]
+
+
+def test_a_file_in_the_way_of_the_folder_is_named(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for target in (afile / "f.json", afile / "deep" / "f.json"):
+        with pytest.raises(StorageError) as caught:
+            atomic_write_json(target, {"a": 1})
+        assert str(caught.value) == (
+            f"cannot write {target}: {afile} is a file, not a folder; "
+            "move that file or choose another folder"
+        )
+    assert afile.read_text() == "x"
+
+
+def test_the_lock_under_a_file_is_a_storage_error(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(StorageError, match=f"cannot write {afile / '.lock'}: {afile} is a file"):
+        with exclusive_lock(afile / ".lock"):
+            pass  # pragma: no cover
+    # what the block raises passes unchanged
+    with pytest.raises(OSError, match="Input/output error") as caught:
+        with exclusive_lock(tmp_path / ".lock"):
+            raise OSError(errno.EIO, "Input/output error")
+    assert not isinstance(caught.value, StorageError)
+
+
+def test_storage_errors_keep_their_fields_across_processes():
+    exc = StorageError(errno.ENOSPC, "/srv/out", advice="free space or choose another --out")
+    copy = pickle.loads(pickle.dumps(exc))
+    assert (copy.errno, copy.filename, str(copy)) == (exc.errno, exc.filename, str(exc))
+    assert str(copy) == (
+        "cannot write /srv/out: no space left on device; free space or choose another --out"
+    )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -65,6 +66,7 @@ from vrvm.services.predictions import (
     prediction_table,
     read_queries,
 )
+from vrvm.trips.durable import StorageError, storage_error
 from vrvm.trips.home import load_training_trips
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_dir import MODEL_FILE
@@ -522,14 +524,20 @@ def build_parser() -> argparse.ArgumentParser:
 _KEY_LINES = ("Columns found", "Closest match")
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException, out: str | None = None) -> str:
     """The message of ``exc`` on one line.
 
-    Of a multi-line message (such as read_trips' list of known schemas) the first
-    line and the key lines are kept, with a pointer to ``--debug`` for the rest.
+    An error writing ``out`` (the command's ``--out``; a full disk or a read-only file
+    system anywhere) reads ``cannot write <path>: <why>; <what to do>``. Of a
+    multi-line message (such as read_trips' list of known schemas) the first line and
+    the key lines are kept, with a pointer to ``--debug`` for the rest.
     """
-    if isinstance(exc, OSError) and exc.strerror and exc.filename:
-        return f"{exc.filename}: {exc.strerror}"
+    if isinstance(exc, OSError):
+        storage = _storage_error(exc, out)
+        if storage is not None:
+            return str(storage)
+        if exc.strerror and exc.filename:
+            return f"{exc.filename}: {exc.strerror}"
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     if not lines:
         return type(exc).__name__
@@ -537,6 +545,39 @@ def _one_line(exc: BaseException) -> str:
     if len(kept) < len(lines):
         kept.append("(--debug shows the full message)")
     return " ".join(kept)
+
+
+# Errors that only a write raises, whatever path they name.
+_NO_SPACE = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG})
+_WRITE_ONLY = _NO_SPACE | {errno.EROFS}
+
+
+def _storage_error(exc: OSError, out: str | None) -> StorageError | None:
+    """``exc`` as an error writing ``out``, with the command line's advice, if it is one.
+
+    It is one when it names ``out`` or a path inside it, a file in the way of its
+    folder, or when only a write raises it (a full disk, a read-only file system).
+    """
+    advice = "free space or choose another --out" if exc.errno in _NO_SPACE else None
+    target = Path(os.path.abspath(out)) if out and out != "-" else None
+    path = Path(os.path.abspath(exc.filename)) if exc.filename else None
+    if target is not None and path is not None:
+        # a raw error may be of a read; one that only a write raises is not
+        written = isinstance(exc, StorageError) or exc.errno in _WRITE_ONLY
+        inside = (path == target or target in path.parents) and (
+            written or exc.errno not in (None, errno.ENOENT)
+        )
+        in_the_way = path in target.parents and (
+            written or exc.errno in (errno.ENOTDIR, errno.EEXIST)
+        )
+        if exc.errno is not None and (inside or in_the_way):
+            error = storage_error(exc, exc.filename)
+            return error.advise(advice or "choose another --out", filename=out)
+    if isinstance(exc, StorageError):
+        return exc if advice is None or target is None else exc.advise(advice)
+    if exc.errno in _WRITE_ONLY and exc.filename:
+        return storage_error(exc, exc.filename, advice=advice if target else None)
+    return None
 
 
 @contextlib.contextmanager
@@ -597,7 +638,7 @@ def main(
     except Exception as exc:
         if debug:
             traceback.print_exc(file=stderr)  # ends with the full message
-        stderr.write(f"{PROG}: error: {_one_line(exc)}\n")
+        stderr.write(f"{PROG}: error: {_one_line(exc, getattr(args, 'out', None))}\n")
         return 1
     logging.getLogger(__name__).debug("done in %.1f s", time.perf_counter() - started)
     return status

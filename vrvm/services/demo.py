@@ -5,11 +5,14 @@ city, trains the default model (named "Synthetica (synthetic)"), scores it on an
 independent synthetic sample and publishes it, once even when several processes start
 together. :func:`demo_trips` gives
 analysts synthetic trips to try the retrain flow, and :func:`demo_predictions` the
-example answers ``vrvm demo`` prints. Everything here is labelled synthetic.
+example answers ``vrvm demo`` prints. Everything here is labelled synthetic. A data home
+that cannot be written fails the first start with a :class:`StorageError` saying which
+path, why, and to set ``VRVM_HOME`` to a writable folder.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,8 +24,9 @@ import pandas as pd
 
 from vrvm.services.models import SYNTHETIC_MODEL_NAME, compact_metrics
 from vrvm.services.retrain import parse_widths
+from vrvm.trips.durable import StorageError, storage_error
 from vrvm.trips.geo import haversine_km
-from vrvm.trips.home import first_start_lock, model_store, save_training_trips
+from vrvm.trips.home import HOME_ENV, first_start_lock, model_store, save_training_trips
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.synthetic import SYNTHETIC_CITY_TZ, synthetic_city, synthetic_lat_lon
 
@@ -31,12 +35,27 @@ __all__ = [
     "DEMO_DEPARTURES",
     "DEMO_LEVEL",
     "DEMO_TRIPS",
+    "HOME_ADVICE",
     "DemoSettings",
+    "StorageError",
     "demo_predictions",
     "demo_settings",
     "demo_trips",
     "ensure_demo_model",
+    "home_advice",
+    "prepare_home",
 ]
+
+
+HOME_ADVICE = f"set {HOME_ENV} to a writable folder"
+"""What to do when the data home cannot be written."""
+_NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+_FULL_HOME_ADVICE = f"free some space, or set {HOME_ENV} to a folder on another disk"
+
+
+def home_advice(exc: OSError) -> str:
+    """What to do when ``exc`` stopped a write into the data home (a full disk or not)."""
+    return _FULL_HOME_ADVICE if exc.errno in _NO_SPACE else HOME_ADVICE
 
 
 def _env_int(environ: Mapping[str, str], name: str, default: int, low: int = 1) -> int:
@@ -102,6 +121,21 @@ def demo_settings(environ: Mapping[str, str] | None = None) -> DemoSettings:
     )
 
 
+def prepare_home(home: Path) -> Path:
+    """Create the data home if it is missing; a :class:`StorageError` if it cannot be.
+
+    A home that exists is left as it is (a read-only home holding a model still serves
+    it); a home under a file, or in a folder that cannot be written, fails here with
+    the path, why, and what to do (:func:`home_advice`), before anything reads its stores.
+    """
+    home = Path(home)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise storage_error(exc, home, advice=home_advice(exc)) from exc
+    return home
+
+
 def ensure_demo_model(
     home: Path,
     settings: DemoSettings | None = None,
@@ -119,9 +153,27 @@ def ensure_demo_model(
     -------
     (version, trained) : tuple of int and bool
         The active version, and whether it was trained by this call.
+
+    Raises
+    ------
+    StorageError
+        When the home cannot be written (read-only, full, no permission, a file where
+        its folder should be): names the path, why, and what to do
+        (:func:`home_advice`: set ``VRVM_HOME`` to a writable folder, or free space).
     """
-    home = Path(home)
-    settings = settings or demo_settings()
+    home = prepare_home(home)
+    try:
+        return _ensure_demo_model(home, settings or demo_settings(), progress, stage)
+    except OSError as exc:
+        raise storage_error(exc, exc.filename or home, advice=home_advice(exc)) from exc
+
+
+def _ensure_demo_model(
+    home: Path,
+    settings: DemoSettings,
+    progress: Callable[[int, int, float], Any] | None,
+    stage: Callable[[str], Any] | None,
+) -> tuple[int, bool]:
     store = model_store(home)
     active = store.active_version()
     if active is not None:

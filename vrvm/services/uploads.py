@@ -25,9 +25,10 @@ from vrvm.trips.formats import CLOCK_FORMATS, DATE_FORMATS, WEEKDAY_FORMATS, Tim
 from vrvm.trips.home import load_zone_file, recipe_book
 from vrvm.trips.layouts import ROLE_LABELS, UnknownLayoutError, guess_column_map
 from vrvm.trips.reader import (
+    ReadLimits,
     TripFileError,
     ZonesNeededError,
-    expanded_size,
+    check_expansion,
     read_layout,
     read_rows,
     read_trips,
@@ -124,7 +125,11 @@ class UploadOutcome:
 
 
 def check_upload(name: str, data: bytes, *, max_mb: float = MAX_UPLOAD_MB) -> None:
-    """Refuse uploads that are empty, too large, or expand too much (raises UploadError)."""
+    """Refuse uploads that are empty, too large, or expand too much (raises UploadError).
+
+    A compressed upload may expand to :data:`MAX_DECOMPRESSED_MB` and at most 100-fold
+    (:class:`vrvm.trips.reader.ReadLimits`); the check stops as soon as either is passed.
+    """
     size = len(data)
     if size == 0:
         raise UploadError(f"{name} is empty")
@@ -133,9 +138,12 @@ def check_upload(name: str, data: bytes, *, max_mb: float = MAX_UPLOAD_MB) -> No
             f"{name} is {size / 2**20:.0f} MB, above the {max_mb:g} MB upload limit; split it "
             "into several files"
         )
-    cap = int(MAX_DECOMPRESSED_MB * 2**20)
-    if expanded_size(data, cap, name=name) > cap:
-        raise UploadError(f"{name} expands to more than {MAX_DECOMPRESSED_MB} MB when decompressed")
+    # The reader's expansion guard (also a ratio cap), with the stricter upload size.
+    limits = ReadLimits(max_expanded_bytes=int(MAX_DECOMPRESSED_MB * 2**20))
+    try:
+        check_expansion(data, limits, name=name)
+    except TripFileError as exc:
+        raise UploadError(str(exc)) from None
 
 
 def _recipe_for(name: str, data: bytes, home: Path) -> tuple[str, ReadOptions] | None:

@@ -4,7 +4,9 @@ Every store of vrvm writes through here: :func:`atomic_write` writes into a temp
 sibling (named ``.tmp-<name>.<random>``), flushes it to disk, renames it over the target
 and makes the rename durable by syncing the directory; :func:`exclusive_lock` serialises
 writers across processes on one machine. A crash leaves the previous file intact and at
-most a ``.tmp-*`` file beside it, which no reader ever opens.
+most a ``.tmp-*`` file beside it, which no reader ever opens. Both raise a
+:class:`~vrvm.trips._errors.StorageError` naming the target when the disk refuses
+(full, read-only, no permission, a file where a folder should be).
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TMP_PREFIX", "atomic_write", "atomic_write_json", "exclusive_lock", "fsync_dir"]
+from vrvm.trips._errors import TMP_PREFIX, StorageError, storage_error
 
-TMP_PREFIX = ".tmp-"
-"""Prefix of every temporary file or directory vrvm writes beside its target."""
+__all__ = [
+    "TMP_PREFIX",
+    "StorageError",
+    "atomic_write",
+    "atomic_write_json",
+    "exclusive_lock",
+    "fsync_dir",
+]
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -62,6 +70,14 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     pathlib.Path
         ``path``.
 
+    Raises
+    ------
+    StorageError
+        An ``OSError`` naming ``path`` (never the temporary file), why in words and what
+        to do, when its folder cannot be made or the file cannot be written, synced or
+        renamed; an ``OSError`` that ``write`` raises is reported as one of writing
+        ``path``. Other exceptions of ``write`` pass unchanged.
+
     Notes
     -----
     Readers see the old file or the complete new one, never a partial one: the
@@ -80,18 +96,27 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     ('hello', ['a.txt'])
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
-    os.close(fd)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise storage_error(exc, path) from exc
     tmp = Path(name)
     try:
         write(tmp)
         _fsync_file(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, StorageError):
+            raise storage_error(exc, path) from exc
         raise
-    fsync_dir(path.parent)
+    try:
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise storage_error(exc, path.parent) from exc
     return path
 
 
@@ -108,10 +133,20 @@ def exclusive_lock(path: str | os.PathLike[str]):
     The file and its folder are created if missing. Serialises writers across processes
     on one machine (two dashboard sessions, a CLI next to the app). Without ``fcntl``
     (not POSIX) the block runs unlocked: single-process use only.
+
+    Raises
+    ------
+    StorageError
+        When the lock file or its folder cannot be created or opened (what the block
+        itself raises passes unchanged).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a+b")  # closed by the with below
+    except OSError as exc:
+        raise storage_error(exc, path) from exc
+    with handle:
         try:
             import fcntl
         except ImportError:  # pragma: no cover - non-POSIX

@@ -9,8 +9,13 @@ its rows cleaned by :mod:`vrvm.trips.cleaning`.
 
 The same reader serves files on disk, the CLI and the dashboard's uploads: what a file
 is (Parquet, or CSV text with its compression and delimiter) is sniffed once, here.
-:func:`expanded_size` measures what compressed data expands to (a zip-bomb guard for
-uploads) and :func:`read_rows` returns chosen rows as they are written in the file
+Reading is bounded (:mod:`vrvm.trips._limits`, :class:`ReadLimits`): a CSV header
+wider than 1,000 columns, or not ending within 1 MiB, is refused before any parser
+sees it, and compressed data is decompressed through a guard that stops once it
+expands more than 100-fold (past its first 100 MiB) or beyond 20 GiB.
+:func:`check_expansion` applies the same guard to a whole file up front (the upload
+check, with a stricter size), :func:`expanded_size` measures what compressed data
+expands to, and :func:`read_rows` returns chosen rows as they are written in the file
 (to show the rows a report names).
 
 Errors are typed: :class:`TripFileError` when the file cannot be read as a table,
@@ -33,14 +38,16 @@ import os
 import warnings
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from vrvm.trips._limits import GuardedStream, LimitExceeded, ReadLimits, check_header
 from vrvm.trips.cleaning import CleaningConfig, CleaningReport, as_config, check_flag, clean_parsed
 from vrvm.trips.formats import TimeFormats
 from vrvm.trips.layouts import Layout, resolve_layout
@@ -51,8 +58,10 @@ if TYPE_CHECKING:  # read only for zone-id trips; shapely loads on first use
     from vrvm.trips.zone_files import ZoneFile
 
 __all__ = [
+    "ReadLimits",
     "TripFileError",
     "ZonesNeededError",
+    "check_expansion",
     "expanded_size",
     "read_layout",
     "read_rows",
@@ -96,15 +105,38 @@ class _Input:
     path: str | None
     data: bytes | None
     compression: str | None
+    limits: ReadLimits = field(default_factory=ReadLimits)
 
     def handle(self):
         # A fresh handle per read: the header and the body are read separately.
         return self.path if self.path is not None else io.BytesIO(self.data)
 
+    @contextmanager
+    def text(self) -> Iterator:
+        """A fresh handle on the CSV text, decompressed through the expansion guard.
 
-def _open_input(path_or_buffer, source: str | None) -> _Input:
+        pandas reads it with ``compression=None``; a limit passed while it reads
+        becomes a :class:`TripFileError`.
+        """
+        if self.compression is None:
+            handle = self.handle()
+        else:
+            handle = _guarded(self.path if self.path is not None else self.data, self)
+        try:
+            yield handle
+        except LimitExceeded as exc:
+            raise TripFileError(str(exc)) from None
+        finally:
+            if not isinstance(handle, str):
+                handle.close()
+
+
+def _open_input(path_or_buffer, source: str | None, limits: ReadLimits | None = None) -> _Input:
     path: str | None = None
     data: bytes | None = None
+    if limits is not None and not isinstance(limits, ReadLimits):
+        raise TypeError(f"limits must be a ReadLimits or None, got {type(limits).__name__}")
+    limits = limits or ReadLimits()
     if isinstance(path_or_buffer, str | os.PathLike):
         path = os.fspath(path_or_buffer)
         name = source or path
@@ -135,7 +167,7 @@ def _open_input(path_or_buffer, source: str | None) -> _Input:
         raise TripFileError(f"{name} is empty: {_EXPECTED}")
     suffix = Path(path or name).suffix.lower()
     if head.startswith(_PARQUET_MAGIC):
-        return _Input(name, "parquet", path, data, None)
+        return _Input(name, "parquet", path, data, None, limits)
     if suffix in (".parquet", ".pq"):
         raise TripFileError(
             f"{name} has a Parquet file extension but is not a Parquet file (it does not "
@@ -143,13 +175,13 @@ def _open_input(path_or_buffer, source: str | None) -> _Input:
         )
     for magic, compression in _COMPRESSION_MAGIC.items():
         if head.startswith(magic):
-            return _Input(name, "csv", path, data, compression)
+            return _Input(name, "csv", path, data, compression, limits)
     if b"\x00" in head:
         raise TripFileError(
             f"{name} looks like binary data, not text: {_EXPECTED} (export an Excel "
             "workbook as CSV first; save UTF-16 text as UTF-8)"
         )
-    return _Input(name, "csv", path, data, None)
+    return _Input(name, "csv", path, data, None, limits)
 
 
 def _short(err: BaseException) -> str:
@@ -167,26 +199,47 @@ _READ_ERRORS = (
 )
 
 
+def _check_header(src: _Input) -> None:
+    """Refuse a header too wide or too long from its raw bytes, before pandas reads it."""
+    limit = src.limits.header_bytes
+    try:
+        with src.text() as handle:
+            if isinstance(handle, str):
+                with open(handle, "rb") as fh:
+                    head = fh.read(limit + 1)
+            else:
+                head = handle.read(limit + 1)
+    except _DAMAGED as err:
+        raise TripFileError(
+            f"{src.name} could not be read as CSV ({_short(err)}): {_EXPECTED}"
+        ) from None
+    try:
+        check_header(head[:limit], len(head) <= limit, src.limits, src.name)
+    except LimitExceeded as exc:
+        raise TripFileError(str(exc)) from None
+
+
 def _read_csv_header(src: _Input) -> tuple[list[str], str]:
     """Return the header and the delimiter (',' unless the header says otherwise)."""
+    _check_header(src)
     # Same options as the body read, so the header names match its columns exactly.
-    options = {
-        "compression": src.compression,
-        "encoding_errors": "replace",
-        "skipinitialspace": True,
-    }
+    options = {"compression": None, "encoding_errors": "replace", "skipinitialspace": True}
     try:
-        header = pd.read_csv(src.handle(), nrows=0, **options).columns
+        with src.text() as handle:
+            header = pd.read_csv(handle, nrows=0, **options).columns
         sep = ","
         if len(header) == 1:
             # A single column usually means another delimiter (European exports use ';').
             for candidate in (";", "\t", "|"):
                 if candidate in str(header[0]):
                     sep = candidate
-                    header = pd.read_csv(src.handle(), nrows=0, sep=sep, **options).columns
+                    with src.text() as handle:
+                        header = pd.read_csv(handle, nrows=0, sep=sep, **options).columns
                     break
     except pd.errors.EmptyDataError:
         raise TripFileError(f"{src.name} is empty: {_EXPECTED}") from None
+    except TripFileError:  # a limit passed while pandas read (src.text())
+        raise
     except _READ_ERRORS as err:
         raise TripFileError(
             f"{src.name} could not be read as CSV ({_short(err)}): {_EXPECTED}"
@@ -252,25 +305,28 @@ def _read_raw(
             # pandas only *warns* when every row has more fields than the header and
             # drops the extra ones; that misaligns values with names, so it is an error.
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            raw = pd.read_csv(
-                src.handle(),
-                sep=sep,
-                # All columns, not usecols: with usecols pandas silently ignores rows
-                # with too many fields, which hides shifted values.
-                index_col=False,  # a trailing delimiter is not an index column
-                compression=src.compression,
-                encoding_errors="replace",
-                skipinitialspace=True,
-                # Keep blank lines as rows so that position + 2 is the line number.
-                skip_blank_lines=False,
-                low_memory=False,
-                nrows=max_rows,
-            )
+            with src.text() as handle:
+                raw = pd.read_csv(
+                    handle,
+                    sep=sep,
+                    # All columns, not usecols: with usecols pandas silently ignores
+                    # rows with too many fields, which hides shifted values.
+                    index_col=False,  # a trailing delimiter is not an index column
+                    compression=None,  # decompressed by src.text(), with its guard
+                    encoding_errors="replace",
+                    skipinitialspace=True,
+                    # Keep blank lines as rows so that position + 2 is the line number.
+                    skip_blank_lines=False,
+                    low_memory=False,
+                    nrows=max_rows,
+                )
     except pd.errors.ParserWarning:
         raise TripFileError(
             f"{src.name} could not be read as CSV: its rows have more fields than the "
             f"header has names; {_EXPECTED}"
         ) from None
+    except TripFileError:  # a limit passed while pandas read (src.text())
+        raise
     except _READ_ERRORS as err:
         raise TripFileError(
             f"{src.name} could not be read as CSV ({_short(err)}): {_EXPECTED}"
@@ -302,6 +358,7 @@ def read_trips(
     weekday_format: str | None = None,
     zones: ZoneFile | str | os.PathLike[str] | None = None,
     max_rows: int | None = None,
+    limits: ReadLimits | None = None,
 ) -> tuple[pd.DataFrame, CleaningReport]:
     """Read a trip export (CSV or Parquet) into the canonical table, cleaned, with a report.
 
@@ -359,6 +416,11 @@ def read_trips(
     max_rows : int or None, default=None
         Read only the first ``max_rows`` data rows (a preview); the report then
         speaks of those rows only.
+    limits : ReadLimits or None, default=None
+        Resource limits (:class:`~vrvm.trips._limits.ReadLimits`; ``None``: its
+        defaults): a CSV header must end within 1 MiB and have at most 1,000
+        columns; compressed data may expand at most 100-fold (judged after its
+        first 100 MiB) and to at most 20 GiB.
 
     Returns
     -------
@@ -372,8 +434,9 @@ def read_trips(
     Raises
     ------
     TripFileError
-        If the file is empty, binary, not a table or malformed; the message names
-        the file and says what was expected.
+        If the file is empty, binary, not a table, malformed or beyond a limit of
+        ``limits``; the message names the file and says what was expected (or the
+        measure and the limit).
     UnknownLayoutError
         If no known layout (nor ``column_map``) says which column holds each role;
         the message lists the layouts and the closest match, and the error carries
@@ -430,7 +493,7 @@ def read_trips(
     row_numbers = check_flag(row_numbers, "row_numbers")
     formats = TimeFormats(date_format or "auto", clock_format or "auto", weekday_format)
     zone_file = _zone_file(zones)
-    src = _open_input(path_or_buffer, source)
+    src = _open_input(path_or_buffer, source, limits)
     if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
         raise ValueError(f"max_rows must be a positive integer or None, got {max_rows!r}")
     raw = _read_raw(src, schema, column_map, require_travel_time, max_rows)
@@ -481,11 +544,13 @@ def read_layout(
     *,
     source: str | None = None,
     require_travel_time: bool = True,
+    limits: ReadLimits | None = None,
 ) -> tuple[Layout, list[str]]:
     """The layout :func:`read_trips` would read a file with, from its header alone.
 
     Returns the :class:`~vrvm.trips.layouts.Layout` (schema, variant, role -> column)
-    and the file's columns; raises as :func:`read_trips` does.
+    and the file's columns; raises as :func:`read_trips` does (with the same
+    ``limits``).
 
     Examples
     --------
@@ -495,7 +560,7 @@ def read_layout(
     >>> layout.schema, layout.weekday_format, layout.mapping["start_hour"]
     ('nyc_kaggle', 'sunday1', 'hour')
     """
-    src = _open_input(path_or_buffer, source)
+    src = _open_input(path_or_buffer, source, limits)
     columns = _file_columns(src)
     return resolve_layout(columns, schema, column_map, src.name, require_travel_time), columns
 
@@ -512,9 +577,12 @@ def _zone_file(zones) -> ZoneFile | None:
     raise TypeError(f"zones must be a ZoneFile, a path or None, got {type(zones).__name__}")
 
 
-def _decompressing(data: bytes, compression: str | None, name: str):
-    """A binary stream of the decompressed content of ``data`` (``data`` itself if plain)."""
-    buffer = io.BytesIO(data)
+def _decompressing(data, compression: str | None, name: str):
+    """A binary stream of the decompressed content of ``data`` (``data`` itself if plain).
+
+    ``data`` is bytes or a seekable binary file (a zip archive is read from it).
+    """
+    buffer = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
     if compression == "zip":
         try:
             archive = zipfile.ZipFile(buffer)
@@ -522,13 +590,86 @@ def _decompressing(data: bytes, compression: str | None, name: str):
             raise TripFileError(f"{name}: the zip archive is damaged ({exc})") from None
         members = [i for i in archive.infolist() if not i.is_dir()]
         if len(members) != 1:
+            archive.close()
             raise TripFileError(
                 f"{name}: a zip archive must hold exactly one CSV file, this one holds "
                 f"{len(members)}"
             )
         return archive.open(members[0])
-    opener = {"gzip": gzip.GzipFile, "bz2": bz2.BZ2File, "xz": lzma.LZMAFile}.get(compression)
-    return buffer if opener is None else opener(fileobj=buffer)
+    if compression == "gzip":
+        return gzip.GzipFile(fileobj=buffer)
+    # BZ2File and LZMAFile take a file object as their first argument (no fileobj=).
+    opener = {"bz2": bz2.BZ2File, "xz": lzma.LZMAFile}.get(compression)
+    return buffer if opener is None else opener(buffer)
+
+
+_DAMAGED = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
+
+
+def _guarded(path_or_data, src: _Input) -> GuardedStream:
+    """The decompressed text of a compressed file or bytes, read through the guard."""
+    compressed = open(path_or_data, "rb") if isinstance(path_or_data, str) else None
+    compressed = compressed or io.BytesIO(path_or_data)
+    try:
+        inner = _decompressing(compressed, src.compression, src.name)
+    except BaseException:
+        compressed.close()
+        raise
+    return GuardedStream(inner, compressed, src.limits, src.name, owned=(compressed,))
+
+
+def check_expansion(
+    path_or_data: str | os.PathLike[str] | bytes,
+    limits: ReadLimits | None = None,
+    *,
+    name: str | None = None,
+) -> int:
+    """Decompress a whole file through the expansion guard; the bytes it expands to.
+
+    The compression is recognised as :func:`read_trips` recognises it; plain data is
+    its own size (and is not read). Decompression runs in 1 MiB steps and stops as
+    soon as a limit of ``limits`` is passed, so a zip bomb costs at most
+    ``limits.ratio_after_bytes`` (or ``max_expanded_bytes``) of work.
+
+    Raises
+    ------
+    TripFileError
+        If the data expands beyond ``limits`` (the message names the size or the
+        ratio and the limit) or is damaged.
+
+    Examples
+    --------
+    >>> import gzip
+    >>> check_expansion(gzip.compress(b"a,b\\n" * 1000))
+    4000
+    >>> bomb = gzip.compress(b"0" * 3 * 2**20)
+    >>> limits = ReadLimits(max_expanded_bytes=2**20)
+    >>> check_expansion(bomb, limits, name="b.gz")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vrvm.trips.reader.TripFileError: b.gz expands to more than 1 MB when decompressed, ...
+    """
+    is_path = isinstance(path_or_data, str | os.PathLike)
+    if is_path:
+        path = os.fspath(path_or_data)
+        name = name or path
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+        size = os.path.getsize(path)
+    else:
+        data = bytes(path_or_data)
+        name, head, size = name or "<bytes>", data[:8], len(data)
+    compression = _sniff_compression(head)
+    if compression is None:
+        return size
+    src = _Input(name, "csv", None, None, compression, limits or ReadLimits())
+    try:
+        with _guarded(path if is_path else data, src) as stream:
+            return stream.drain()
+    except LimitExceeded as exc:
+        raise TripFileError(str(exc)) from None
+    except _DAMAGED as exc:
+        raise TripFileError(f"{name}: the compressed data is damaged ({exc})") from None
 
 
 def expanded_size(data: bytes, cap: int, *, name: str = "<bytes>") -> int:
@@ -536,7 +677,8 @@ def expanded_size(data: bytes, cap: int, *, name: str = "<bytes>") -> int:
 
     The compression is recognised as :func:`read_trips` recognises it (gzip, bz2, xz,
     zip holding one file); plain data is its own size. Reading stops after ``cap``
-    bytes, so a zip bomb costs at most ``cap`` bytes of work.
+    bytes, so a zip bomb costs at most ``cap`` bytes of work. :func:`check_expansion`
+    also stops at a ratio, and says why.
 
     Examples
     --------
@@ -554,7 +696,7 @@ def expanded_size(data: bytes, cap: int, *, name: str = "<bytes>") -> int:
         with _decompressing(data, compression, name) as handle:
             while total <= cap and (chunk := handle.read(1 << 20)):
                 total += len(chunk)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile) as exc:
+    except _DAMAGED as exc:
         raise TripFileError(f"{name}: the compressed data is damaged ({exc})") from None
     return total
 
@@ -570,6 +712,7 @@ def read_rows(
     rows: Iterable[int],
     *,
     source: str | None = None,
+    limits: ReadLimits | None = None,
 ) -> pd.DataFrame:
     """Chosen rows of a trip file as they are written in it: every column, as text.
 
@@ -582,6 +725,8 @@ def read_rows(
         (line numbers with the header as line 1; position + 2 for Parquet).
     source : str, optional
         Name of the file in messages.
+    limits : ReadLimits or None, default=None
+        Resource limits, as for :func:`read_trips`.
 
     Returns
     -------
@@ -596,7 +741,7 @@ def read_rows(
     {'row': [2, 4], 'a': ['1', '3'], 'b': ['x', 'z']}
     """
     wanted = sorted({int(r) for r in rows if int(r) >= 2})
-    src = _open_input(path_or_buffer, source)
+    src = _open_input(path_or_buffer, source, limits)
     if not wanted:
         return pd.DataFrame(columns=["row"])
     if src.kind == "parquet":
@@ -608,18 +753,19 @@ def read_rows(
     else:
         _, sep = _read_csv_header(src)
         lines = set(wanted)  # 1-based, header = line 1
-        picked = pd.read_csv(
-            src.handle(),
-            sep=sep,
-            dtype=str,
-            keep_default_na=False,
-            skip_blank_lines=False,
-            index_col=False,
-            compression=src.compression,
-            skiprows=lambda i: i != 0 and (i + 1) not in lines,
-            encoding_errors="replace",
-            skipinitialspace=True,
-        )
+        with src.text() as handle:
+            picked = pd.read_csv(
+                handle,
+                sep=sep,
+                dtype=str,
+                keep_default_na=False,
+                skip_blank_lines=False,
+                index_col=False,
+                compression=None,  # decompressed by src.text(), with its guard
+                skiprows=lambda i: i != 0 and (i + 1) not in lines,
+                encoding_errors="replace",
+                skipinitialspace=True,
+            )
         kept = wanted[: len(picked)]
     picked = picked.reset_index(drop=True)
     picked.insert(0, "row", kept)
