@@ -13,6 +13,7 @@ import pytest
 
 from vrvm.cli import _one_line, main
 from vrvm.trips import durable
+from vrvm.trips.model import TravelTimeModel
 
 TRAIN_FAST = ["--members", "1", "--widths", "1.5", "--max-basis", "50", "--seed", "0", "-q"]
 
@@ -81,6 +82,17 @@ def test_train_into_a_folder_under_a_file(trips_csv, afile):
         f"vrvm: error: cannot write {out}: {afile} is a file, not a folder; choose another --out"
     )
     assert afile.read_text() == "not a folder"
+
+
+def test_train_refuses_an_impossible_out_before_fitting(trips_csv, afile, monkeypatch):
+    def no_fit(*args, **kwargs):
+        raise AssertionError("the model was fitted before --out was checked")
+
+    monkeypatch.setattr(TravelTimeModel, "fit", no_fit)
+    out = afile / "deeper" / "model"
+    line = the_error(*run("train", str(trips_csv), "--out", str(out), *TRAIN_FAST))
+    assert line.startswith(f"vrvm: error: cannot write {out}: ")
+    assert line.endswith("choose another --out")
 
 
 def test_demo_data_on_a_full_disk_names_the_file(tmp_path, full_disk):

@@ -176,7 +176,11 @@ def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 def _check_model_target(path: Path) -> None:
-    """Refuse early what saving would refuse: replacing something that is not a model."""
+    """Refuse early what saving would refuse: replacing something that is not a model,
+    or a folder that cannot be made because a file stands in its way."""
+    existing = next((p for p in path.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
     if path.is_file() or (
         path.is_dir() and not (path / MODEL_FILE).is_file() and any(path.iterdir())
     ):
