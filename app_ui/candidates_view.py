@@ -21,6 +21,7 @@ import streamlit as st
 from app_ui import charts, messages
 from app_ui.context import ModelContext
 from vrvm.services import demo, models, retrain, units
+from vrvm.services.text import plain_markdown
 
 
 def _name_field(key: str, default: str) -> str:
@@ -143,7 +144,7 @@ def train_panel(key: str, ctx: ModelContext, *, n_stored: int) -> None:
         refused = result.refused_update.reason if result.refused_update else None
         for name, message in result.errors.items():
             if message != refused:  # shown with its way out by evaluation_panel
-                st.error(f"{name} failed: {message}")
+                st.error(f"{plain_markdown(name)} failed: {plain_markdown(message)}")
         status.update(
             label=f"Trained {len(result.candidates)} candidate(s); "
             f"scored on {len(result.holdout):,} hold-out trips",
@@ -157,7 +158,10 @@ def _refusal(key: str, result: retrain.RetrainResult) -> None:
     check = result.refused_update
     if check is None:
         return
-    st.error(f"**The update was refused.** {check.reason}", icon=":material/wrong_location:")
+    st.error(
+        f"**The update was refused.** {plain_markdown(check.reason)}",
+        icon=":material/wrong_location:",
+    )
     if "train" in result.kinds.values():
         st.info(
             "The full retrain below is a new model of its own: publishing it makes it the "
@@ -215,7 +219,7 @@ def evaluation_panel(key: str, ctx: ModelContext) -> None:
         crps = scores[name].metrics.get("crps_s")
         new_model = result.new_area and result.kinds[name] == "train"
         as_what = "a new model" if new_model else "the new active model"
-        label = f"Publish “{name}” as {as_what}, “{models.model_name(candidate)}”"
+        label = f"Publish “{name}” as {as_what}, “{plain_markdown(models.model_name(candidate))}”"
         if crps is not None:
             label += f" (hold-out CRPS {units.format_metric('crps_s', crps, 'min')})"
         if st.button(label, key=f"{key}_publish_{name}", type="primary"):

@@ -22,6 +22,7 @@ from vrvm import ModelFormatError, TravelTimeModel, ZoneFile
 from vrvm.services import area as area_svc
 from vrvm.services import demo, models
 from vrvm.services.area import ServiceArea
+from vrvm.services.text import plain_markdown
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,9 @@ def _clickable_area(home: Path, path: Path, version: int, boundaries) -> Service
             document = None  # the same polygons: drawn once, as the zones
         return _service_area(str(home), str(path), version, key, document, entry.fingerprint, zones)
     except (KeyError, ValueError, OSError) as exc:
-        st.warning(f"The chosen zone file cannot be used, so the map shows hexagons: {exc}")
+        st.warning(
+            "The chosen zone file cannot be used, so the map shows hexagons: " + plain_markdown(exc)
+        )
         return _service_area(*hexagons)
 
 
@@ -129,7 +132,7 @@ def _first_start(home: Path) -> None:
 def _storage_problem(exc: OSError) -> None:
     """The data home cannot be written: which path, why and what to do; stop the page."""
     message = _storage_message(exc)
-    st.error(_plain(message[:1].upper() + message[1:] + "."), icon=":material/folder_off:")
+    st.error(plain_markdown(message[:1].upper() + message[1:] + "."), icon=":material/folder_off:")
     st.stop()
 
 
@@ -142,14 +145,9 @@ def _storage_message(exc: OSError) -> str:
     return f"cannot write {where}: {reason}; {demo.home_advice(exc)}"
 
 
-def _plain(text: str) -> str:
-    """``text`` shown as written: paths keep their ``_``, ``*`` and ``$`` (no Markdown)."""
-    return "".join(f"\\{c}" if c in "\\`*_[]$~<>#|" else c for c in text)
-
-
 def _model_problem(home: Path, exc: Exception) -> None:
     """The store's active pointer or model is damaged: say so and offer the versions."""
-    st.error(f"The active model cannot be loaded: {exc}")
+    st.error(f"The active model cannot be loaded: {plain_markdown(exc)}")
     try:
         versions = models.version_numbers(home)
     except OSError:
@@ -209,5 +207,5 @@ def synthetic_banner(ctx: ModelContext) -> None:
 def page_header(title: str, ctx: ModelContext) -> None:
     """The title, the caption naming the model and its data, the synthetic banner."""
     st.title(title)
-    st.caption(models.model_caption(ctx.version, ctx.model))
+    st.caption(plain_markdown(models.model_caption(ctx.version, ctx.model)))
     synthetic_banner(ctx)

@@ -9,6 +9,7 @@ from app_ui import charts
 from app_ui.context import ModelContext
 from vrvm.services import forecast
 from vrvm.services.places import ODState
+from vrvm.services.text import plain_markdown
 
 
 def _support_note(answer: forecast.ODAnswer) -> None:
@@ -21,9 +22,12 @@ def _support_note(answer: forecast.ODAnswer) -> None:
             "between these places is unknown. " + spread
         )
     elif support.thin:
-        st.warning(f"**Thin data.** {support.sentence()} {spread}", icon=":material/warning:")
+        st.warning(
+            f"**Thin data.** {plain_markdown(support.sentence())} {spread}",
+            icon=":material/warning:",
+        )
     else:
-        st.caption(f"{support.sentence()} {spread}")
+        st.caption(f"{plain_markdown(support.sentence())} {spread}")
 
 
 def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: float) -> None:

@@ -24,6 +24,7 @@ from vrvm.services import places
 from vrvm.services.area import ServiceArea
 from vrvm.services.colours import DEST_RGB, ORIGIN_RGB
 from vrvm.services.places import ODState
+from vrvm.services.text import plain_markdown
 
 
 def get_state(key: str) -> ODState:
@@ -136,14 +137,14 @@ def show_controls(key: str, area: ServiceArea, *, mode: str = "od") -> ODState:
                 )
             st.form_submit_button("Use these coordinates", on_click=_apply_typed, args=(key, area))
         if st.session_state.get(f"{key}_error"):
-            st.error(st.session_state[f"{key}_error"])
+            st.error(plain_markdown(st.session_state[f"{key}_error"]))
     state = get_state(key)
     for place, name in (
         (state.origin, "Origin"),
         (state.dest if mode == "od" else None, "Destination"),
     ):
         if place is not None and place.kind == "point":
-            st.caption(f"{name}: {place.label}")
+            st.caption(f"{name}: {plain_markdown(place.label)}")
     return state
 
 

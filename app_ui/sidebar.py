@@ -20,6 +20,7 @@ import streamlit as st
 from vrvm.services import area as area_svc
 from vrvm.services import boundaries as boundaries_svc
 from vrvm.services import models
+from vrvm.services.text import plain_markdown
 
 SETTINGS_BASEMAP = "settings_basemap"
 SETTINGS_BOUNDARY_SEEN = "settings_boundary_seen"
@@ -167,9 +168,11 @@ def map_settings() -> None:
             args=("settings_boundary_choice",),
         )
         if shown is not None:
-            st.caption(boundaries_svc.describe_boundaries(shown))
+            st.caption(plain_markdown(boundaries_svc.describe_boundaries(shown)))
             if boundaries() is None:
-                st.error(f"The boundary file {shown.file_name} can no longer be read.")
+                st.error(
+                    f"The boundary file {plain_markdown(shown.file_name)} can no longer be read."
+                )
             st.button(
                 "Remove boundaries",
                 key="settings_boundary_remove",

@@ -19,6 +19,7 @@ import streamlit as st
 
 from app_ui.context import ModelContext
 from vrvm.services import area_check, boundaries, store_admin, uploads
+from vrvm.services.text import plain_markdown
 
 
 def _file_id(upload) -> str:
@@ -62,12 +63,13 @@ def _live_preview(key: str, fid: str, name: str, data: bytes, options, ctx: Mode
         store[fid] = (stamp, outcome)
     outcome = store[fid][1]
     if outcome.report is None:
-        st.caption(f"Preview: {(outcome.error or '').splitlines()[0]}")
+        st.caption(f"Preview: {plain_markdown((outcome.error or '').splitlines()[0])}")
         return
     report = outcome.report
     st.caption(
         f"Preview of the first {report.n_input:,} rows: {report.n_kept:,} kept, "
-        f"{report.dropped:,} dropped" + "".join(f"; read {note}" for note in report.notes.values())
+        f"{report.dropped:,} dropped"
+        + "".join(f"; read {plain_markdown(note)}" for note in report.notes.values())
     )
     if len(outcome.preview):
         st.dataframe(outcome.preview, hide_index=True, key=f"{key}_live_rows_{fid}")
@@ -82,12 +84,16 @@ def _mapping_form(
     read live, read the whole file on request and optionally keep the answers."""
     question = outcome.format_question
     if question is not None:
-        st.warning(f"**{outcome.name}**: {question}", icon=":material/event_busy:")
+        st.warning(
+            f"**{plain_markdown(outcome.name)}**: {plain_markdown(question)}",
+            icon=":material/event_busy:",
+        )
     elif outcome.zones_needed:
-        st.warning(outcome.error, icon=":material/map:")
+        st.warning(plain_markdown(outcome.error), icon=":material/map:")
     else:
         st.warning(
-            f"**{outcome.name}**: the columns do not match a known export. Name them below.",
+            f"**{plain_markdown(outcome.name)}**: the columns do not match a known export. "
+            "Name them below.",
             icon=":material/table_edit:",
         )
     given = outcome.options or uploads.ReadOptions()
@@ -192,7 +198,7 @@ def _report(key: str, fid: str, outcome: uploads.UploadOutcome) -> None:
         + (f" · {report.n_empty_rows:,} empty rows skipped" if report.n_empty_rows else "")
     )
     for note in report.notes.values():
-        st.caption(f"Read {note}")
+        st.caption(f"Read {plain_markdown(note)}")
     if report.dateless:
         st.caption(
             "No calendar date in this file: trips are placed by weekday and clock, which is "
@@ -241,24 +247,24 @@ def show(key: str, ctx: ModelContext) -> None:
                 )
         outcome: uploads.UploadOutcome = reads[fid]
         with st.container(border=True):
-            st.markdown(f"**{upload.name}** · {len(data) / 2**20:.2f} MB")
+            st.markdown(f"**{plain_markdown(upload.name)}** · {len(data) / 2**20:.2f} MB")
             mapped = fid in st.session_state[f"{key}_options"]
             if outcome.needs_mapping or (mapped and outcome.report is None):
                 if mapped and not outcome.needs_mapping:
-                    st.error(outcome.error, icon=":material/block:")
+                    st.error(plain_markdown(outcome.error), icon=":material/block:")
                 _mapping_form(key, fid, outcome, data, ctx)
                 continue
             if outcome.recipe:
                 st.info(
-                    f"Read with your recipe “{outcome.recipe}” for these columns.",
+                    f"Read with your recipe “{plain_markdown(outcome.recipe)}” for these columns.",
                     icon=":material/menu_book:",
                 )
             if saved := st.session_state.get(f"{key}_saved_{fid}"):
-                st.success(saved, icon=":material/bookmark_added:")
+                st.success(plain_markdown(saved), icon=":material/bookmark_added:")
             if outcome.report is not None:
                 _report(key, fid, outcome)
             if outcome.error:
-                st.error(outcome.error, icon=":material/block:")
+                st.error(plain_markdown(outcome.error), icon=":material/block:")
                 continue
             if fid in added:
                 st.success(added[fid], icon=":material/check_circle:")
@@ -273,7 +279,7 @@ def show(key: str, ctx: ModelContext) -> None:
                 )
             check = area_check.check_same_area(ctx.model, outcome.trips, training_trips=ctx.trips)
             if not check.ok:
-                st.info(check.reason, icon=":material/wrong_location:")
+                st.info(plain_markdown(check.reason), icon=":material/wrong_location:")
             if st.button(
                 f"Add {len(outcome.trips):,} trips to the store",
                 key=f"{key}_add_{fid}",

@@ -9,6 +9,7 @@ deserialiser and the page's real click handling.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -72,6 +73,11 @@ def table_with(at: AppTest, column: str) -> pd.DataFrame:
     raise AssertionError(
         f"no table with {column!r}: {[list(f.value.columns) for f in at.dataframe]}"
     )
+
+
+def shown(markdown: str) -> str:
+    """What a Markdown text shows: user strings reach the page with ``\\`` escapes."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -447,7 +453,8 @@ def test_an_update_with_another_citys_trips_is_refused_and_becomes_a_new_model(v
     at = _retrain_page()
     no_exception(at)
     header = at.caption[0].value
-    assert header.startswith("Model version 1 · Synthetica (synthetic): 3,000 trips")
+    assert shown(header).startswith("Model version 1 · Synthetica (synthetic): 3,000 trips")
+    assert "\\:" in header  # the model's name and data reach the page escaped
     assert at.text_input(key="retrain_name").value == "Synthetica (synthetic)"
     chicago = synthetic_city(300, seed=32)
     for column, shift in (
@@ -494,5 +501,5 @@ def test_an_update_with_another_citys_trips_is_refused_and_becomes_a_new_model(v
     assert versions["model"].tolist() == ["chicago taxi trips", "Synthetica (synthetic)"]
     assert "hold-out CRPS (min)" in versions.columns
     header = at.caption[0].value
-    assert header.startswith("Model version 2 · chicago taxi trips: 240 trips")
+    assert shown(header).startswith("Model version 2 · chicago taxi trips: 240 trips")
     assert "/" not in header and str(vrvm_home) not in header

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from tests.app.test_pages import RETRAIN, metrics, no_exception, run_app, table_with
+from tests.app.test_pages import RETRAIN, metrics, no_exception, run_app, shown, table_with
 from tests.trips.test_formats import _day_first_decimal_hour_csv, _zone_id_version
 from vrvm.trips.home import add_zone_file, recipe_book
 
@@ -97,7 +97,7 @@ def test_the_form_reads_day_first_dates_and_decimal_hours_and_keeps_a_recipe(vrv
     next(b for b in at.button if b.label == "Read with these columns").click().run()
     no_exception(at)
     assert int(metrics(at)["Kept"].replace(",", "")) > 250
-    assert any("'p_date': day-first dates" in c.value for c in at.caption)
+    assert any("'p_date': day-first dates" in shown(c.value) for c in at.caption)
     assert any("Saved the recipe 'taxi course'" in s.value for s in at.success)
     assert recipe_book(vrvm_home).list()[0].options.column_map["start_date"] == "p_date"
 
@@ -143,3 +143,13 @@ def test_zone_id_trips_with_a_zone_file_kept_in_the_home(vrvm_home, shared_data,
     reasons = table_with(at, "reason")
     assert "unknown_zone" in reasons["reason"].tolist()
     assert isinstance(reasons, pd.DataFrame)
+
+
+def test_user_text_reaches_the_page_escaped(vrvm_home):
+    """A file name that is Markdown (a link, an image, an icon) shows as written."""
+    name = "[click](http://example.org)![x](http://example.org/p.png):material/bomb:.csv"
+    at = _upload(_retrain_page(), name, b"a,b,c\n1,2,3\n")
+    texts = [m.value for m in at.markdown] + [w.value for w in at.warning]
+    mine = [t for t in texts if "click" in t]
+    assert mine and all("[click](" not in t and ":material/bomb:" not in t for t in mine)
+    assert any(shown(t).startswith(f"**{name}**") for t in mine)
