@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from vrvm.services.text import plain_markdown
+
 KEY = "messages_next"
 
 
@@ -19,4 +21,4 @@ def show() -> None:
     """Show (and forget) the message left by the previous run, if any."""
     message = st.session_state.pop(KEY, None)
     if message:
-        st.success(message, icon=":material/check_circle:")
+        st.success(plain_markdown(message), icon=":material/check_circle:")

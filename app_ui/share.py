@@ -11,6 +11,7 @@ import streamlit as st
 
 from vrvm.services import url_state
 from vrvm.services.area import ServiceArea
+from vrvm.services.text import plain_markdown
 
 
 def read_once(key: str, area: ServiceArea, tz: str) -> url_state.ViewParams | None:
@@ -25,7 +26,7 @@ def read_once(key: str, area: ServiceArea, tz: str) -> url_state.ViewParams | No
 
 def show_warnings(key: str) -> None:
     for message in st.session_state.get(f"{key}_warnings") or []:
-        st.warning(message, icon=":material/link:")
+        st.warning(plain_markdown(message), icon=":material/link:")
 
 
 def write(params: dict[str, str]) -> None:

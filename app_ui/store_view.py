@@ -30,6 +30,8 @@ def show(key: str, ctx: ModelContext) -> int:
         )
     else:
         cols[3].metric("Days covered", "-")
+        if overview.dateless:
+            st.caption("The stored trips have no calendar date: only a weekday and a clock.")
     if summary.synthetic:
         st.caption(":material/science: The store holds synthetic demo trips (Synthetica).")
     if summary.n_parts:

@@ -267,7 +267,7 @@ def show(key: str, ctx: ModelContext) -> None:
                 st.error(plain_markdown(outcome.error), icon=":material/block:")
                 continue
             if fid in added:
-                st.success(added[fid], icon=":material/check_circle:")
+                st.success(plain_markdown(added[fid]), icon=":material/check_circle:")
                 continue
             far = store_admin.distance_to_store_km(ctx.home, outcome.trips)
             if far is not None and far > store_admin.FAR_FROM_STORE_KM:

@@ -55,3 +55,15 @@ def test_a_failed_upload_is_never_stored(tmp_path):
     with pytest.raises(ValueError, match=r"bad\.csv has no trips to add"):
         add_upload(tmp_path, outcome)
     assert store_overview(tmp_path).summary.n_trips == 0
+
+
+def test_a_store_of_trips_without_dates_says_so(tmp_path, shared_data):
+    from vrvm.services import store_admin
+
+    data = shared_data("nyc_taxi_2016_sample.csv").read_bytes()
+    outcome = read_upload("nyc.csv", data)
+    assert outcome.ok
+    store_admin.add_upload(tmp_path, outcome)
+    overview = store_admin.store_overview(tmp_path)
+    assert overview.summary.n_trips == 8000
+    assert overview.dateless and overview.days_covered is None

@@ -17,6 +17,7 @@ from vrvm.services.models import strip_paths
 from vrvm.services.uploads import UploadOutcome
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.home import trip_store
+from vrvm.trips.table import dateless_mask
 from vrvm.trips.trip_store import StoreSummary
 
 __all__ = [
@@ -41,8 +42,17 @@ class StoreOverview:
     parts: pd.DataFrame
 
     @property
+    def dateless(self) -> bool:
+        """The stored trips carry no calendar date (only a weekday and a clock)."""
+        start, end = self.summary.start_min, self.summary.start_max
+        return start is not None and bool(
+            dateless_mask(pd.Series([start, end]).dt.tz_localize(None)).all()
+        )
+
+    @property
     def days_covered(self) -> float | None:
-        if self.summary.start_min is None:
+        """Days between the first and the last start; None without trips or dates."""
+        if self.summary.start_min is None or self.dateless:
             return None
         return (self.summary.start_max - self.summary.start_min).total_seconds() / 86400
 
