@@ -223,7 +223,15 @@ def evaluation_panel(key: str, ctx: ModelContext) -> None:
         if crps is not None:
             label += f" (hold-out CRPS {units.format_metric('crps_s', crps, 'min')})"
         if st.button(label, key=f"{key}_publish_{name}", type="primary"):
-            version = retrain.publish_candidate(ctx.home, result, name)
+            try:
+                version = retrain.publish_candidate(ctx.home, result, name)
+            except models.StoreConflictError as exc:
+                st.session_state.pop(f"{key}_result", None)  # scored against an old model
+                st.error(plain_markdown(exc) + " Train the candidates again.")
+                return
+            except models.StoreBusyError as exc:
+                st.error(plain_markdown(exc))
+                return
             st.session_state.pop(f"{key}_result", None)
             messages.say(
                 f"Published version {version} and made it active. The Predict page now uses it."

@@ -4,13 +4,16 @@ The model is loaded with ``st.cache_resource`` keyed by its path and version, so
 rerun never reloads it and publishing a new version simply makes the next run load (and
 cache) the new one; a published model object is never mutated. The zones are the
 hexagons of its training trips, or the polygons of the zone file chosen in the sidebar
-(cached by that file's fingerprint as well). A data home that cannot be written (or a
+(cached by that file's fingerprint as well). Once per process the data home is healed
+(:func:`vrvm.services.models.heal_home`: what a killed writer left is finished or
+rolled back, and logged). A data home that cannot be written (or a
 file where it should be) is said in one ``st.error``, naming the path, why and what to
 do, and the page stops there, without a traceback.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +26,8 @@ from vrvm.services import area as area_svc
 from vrvm.services import demo, models
 from vrvm.services.area import ServiceArea
 from vrvm.services.text import plain_markdown
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,16 @@ def _warm_up_charts() -> bool:
     return True
 
 
+@st.cache_resource(show_spinner=False)
+def _healed(home: str) -> tuple[str, ...]:
+    """Once per process: finish or roll back what a crash left in the data home (logged)."""
+    try:
+        return tuple(models.heal_home(Path(home)))
+    except OSError as exc:  # a read-only home is said by the first write, not here
+        logger.warning("cannot heal the data home %s: %s", home, exc)
+        return ()
+
+
 def _first_start(home: Path) -> None:
     """Train the demo model, showing progress, when the store is empty."""
     settings = demo.demo_settings()
@@ -168,6 +183,7 @@ def get_context() -> ModelContext:
     home = models.data_home()
     try:
         demo.prepare_home(home)
+        _healed(str(home))
         active = models.active_model_path(home)
         if active is None:
             _first_start(home)

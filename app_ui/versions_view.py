@@ -11,6 +11,7 @@ import streamlit as st
 from app_ui import messages
 from app_ui.context import ModelContext
 from vrvm.services import models
+from vrvm.services.text import plain_markdown
 
 
 def show(key: str, ctx: ModelContext) -> None:
@@ -23,6 +24,10 @@ def show(key: str, ctx: ModelContext) -> None:
     choice = left.selectbox("Re-activate a previous version", others, key=f"{key}_activate_choice")
     right.write("")
     if right.button("Activate", key=f"{key}_activate"):
-        models.activate_version(ctx.home, int(choice))
+        try:
+            models.activate_version(ctx.home, int(choice))
+        except models.StoreBusyError as exc:
+            st.error(plain_markdown(exc))
+            return
         messages.say(f"Version {choice} is active again.")
         st.rerun()

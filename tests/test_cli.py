@@ -444,7 +444,7 @@ def test_update_a_model_directory_and_a_store(workdir, tmp_path):
     assert status == 0, err
     assert store.active_version() == 2
     info = store.versions()[-1].info
-    assert info["kind"] == "update" and info["parent"] == 1
+    assert info["kind"] == "update" and store.versions()[-1].parent == 1
     assert info["data"]["n_trips"] == 300 and info["assign"] == "all"
     # bad forgetting is a usage error
     status, _, err = run(

@@ -496,7 +496,7 @@ def test_an_update_with_another_citys_trips_is_refused_and_becomes_a_new_model(v
     assert publish.label.endswith(" min)")
     publish.click().run()
     no_exception(at)
-    assert store.active_version() == 2 and store.versions()[-1].info["parent"] is None
+    assert store.active_version() == 2 and store.versions()[-1].parent is None
     versions = table_with(at, "created (UTC)")
     assert versions["model"].tolist() == ["chicago taxi trips", "Synthetica (synthetic)"]
     assert "hold-out CRPS (min)" in versions.columns

@@ -13,7 +13,7 @@ from vrvm.services.evaluation import (
     pit_frame,
     predicted_vs_observed,
 )
-from vrvm.services.models import activate_version, versions_table
+from vrvm.services.models import StoreConflictError, activate_version, versions_table
 from vrvm.services.retrain import (
     TrainingSettings,
     parse_widths,
@@ -76,20 +76,26 @@ def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_
     models = model_store(home)
     assert version == 2 and models.active_version() == 2
     info = models.versions()[-1].info
-    assert info["kind"] == "train" and info["parent"] == 1 and info["n_trips"] == 600
+    assert models.versions()[-1].parent == 1
+    assert info["kind"] == "train" and info["n_trips"] == 600
     assert info["name"] == "Synthetica (synthetic)" and info["new_area"] is False
     published = TravelTimeModel.load(models.active_path())
     assert published.metrics_["n"] == 200
     assert load_training_trips(home, published) is not None
-    assert publish_candidate(home, result, update) == 3
-    info = models.versions()[-1].info
-    assert (info["kind"], info["parent"], info["n_trips"]) == ("update", 1, 600)
+    # the other candidate was built on version 1, which is no longer active: publishing
+    # it would fork the lineage, so it is refused and nothing is written
+    with pytest.raises(StoreConflictError, match="built on version 1.*now 2"):
+        publish_candidate(home, result, update)
+    assert models.latest_version() == 2
     versions = versions_table(home)
-    assert versions["version"].tolist() == [3, 2, 1]
-    assert versions["active"].tolist() == [True, False, False]
-    assert versions["kind"].tolist() == ["update", "train", "demo"]
+    assert versions["version"].tolist() == [2, 1]
+    assert versions["active"].tolist() == [True, False]
+    assert versions["kind"].tolist() == ["train", "demo"]
+    assert versions["lineage"].tolist() == ["v2 ← v1", "v1"]
     activate_version(home, 1)
-    assert versions_table(home)["active"].tolist() == [False, False, True]
+    table = versions_table(home)
+    assert table["active"].tolist() == [False, True]
+    assert table["state"].tolist() == ["", "active"]
 
 
 def test_a_failed_training_publishes_nothing(tmp_path, tiny_home, tiny_model):
@@ -228,7 +234,8 @@ def test_an_update_with_another_citys_trips_is_refused(tmp_path, tiny_home, tiny
     assert tiny_model.n_updates_ == 0  # the active model is untouched
     version = publish_candidate(home, result, "Full retrain")
     info = model_store(home).versions()[-1].info
-    assert version == 2 and info["parent"] is None and info["new_area"] is True
+    assert model_store(home).versions()[-1].parent is None
+    assert version == 2 and info["new_area"] is True
     assert info["name"] == "chicago trips"
     assert versions_table(home)["model"].tolist() == ["chicago trips", "Synthetica (synthetic)"]
 

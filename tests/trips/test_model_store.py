@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -14,7 +15,7 @@ from tests.trips.model_helpers import FORMAT, _raises_format_error, _save, _tag
 from vrvm.trips.model_dir import (
     read_model_manifest,
 )
-from vrvm.trips.model_store import ModelStore
+from vrvm.trips.model_store import ModelStore, StoreConflictError
 
 
 def _writer(tag: str = "a"):
@@ -135,25 +136,152 @@ def test_nested_adds_get_distinct_numbers(tmp_path):
     assert {v.version: _tag(v.path) for v in store.versions()} == {outer: "a", inner[0]: "b"}
 
 
-def test_concurrent_adds_get_distinct_numbers(tmp_path):
-    # Both writers wait for each other, so both numbers are reserved at the same time.
-    barrier = threading.Barrier(2, timeout=10)
-    results: list[int] = []
+def test_concurrent_publishes_are_ordered_and_the_newest_stays_active(tmp_path):
+    # Four threads publish ten versions each: activation is part of the locked publish,
+    # so the pointer ends on the newest version (it was last-writer-wins before).
+    errors: list[BaseException] = []
 
-    def writer(model_dir: Path) -> None:
-        barrier.wait()
-        _save(model_dir)
+    def publish() -> None:
+        try:
+            for _ in range(10):
+                ModelStore(tmp_path).add(_writer())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
 
-    def add() -> None:
-        results.append(ModelStore(tmp_path).add(writer))
-
-    threads = [threading.Thread(target=add) for _ in range(2)]
+    threads = [threading.Thread(target=publish) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=20)
-    assert sorted(results) == [1, 2]
-    assert [v.version for v in ModelStore(tmp_path).versions()] == [1, 2]
+        thread.join(timeout=60)
+    store = ModelStore(tmp_path)
+    assert errors == []
+    assert [v.version for v in store.versions()] == list(range(1, 41))
+    assert store.active_version() == store.latest_version() == 40
+
+
+def test_a_writer_waits_for_the_lock_then_gives_up_with_a_clear_error(tmp_path):
+    store = ModelStore(tmp_path, wait_s=0.2)
+    store.add(_writer("a"))
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with ModelStore(tmp_path).lock():
+            holding.set()
+            release.wait(timeout=20)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(timeout=10)
+        with pytest.raises(vrvm.StoreBusyError, match=r"is busy: another process \(pid \d+"):
+            store.add(_writer("b"))
+        with pytest.raises(vrvm.StoreBusyError):
+            store.activate(1)
+    finally:
+        release.set()
+        holder.join(timeout=20)
+    assert [v.version for v in store.versions()] == [1]
+    assert store.add(_writer("b")) == 2  # free again
+
+
+def test_a_publish_built_on_a_stale_active_version_is_refused(tmp_path):
+    store = ModelStore(tmp_path)
+    base = store.add(_writer("a"))
+    store.add(_writer("b"))  # a concurrent publish moved the pointer to 2
+    with pytest.raises(StoreConflictError, match=r"built on version 1.*now 2") as caught:
+        store.add(_writer("c"), parent=base, expect_active=base)
+    assert (caught.value.expected, caught.value.active) == (1, 2)
+    assert store.latest_version() == 2
+    assert store.add(_writer("c"), parent=2, expect_active=2) == 3
+
+
+def test_parents_are_recorded_and_the_lineage_follows_them(tmp_path):
+    store = ModelStore(tmp_path)
+    first = store.add(_writer(), info={"kind": "train"})
+    second = store.add(_writer(), info={"kind": "update"}, parent=first)
+    other = store.add(_writer(), info={"kind": "train"})  # a new model: no parent
+    third = store.add(_writer(), info={"kind": "update"}, parent=second)
+    assert [(v.version, v.parent) for v in store.versions()] == [
+        (1, None),
+        (2, 1),
+        (3, None),
+        (4, 2),
+    ]
+    assert store.lineage(third) == [4, 2, 1]
+    assert store.lineage() == [4, 2, 1]  # the active version's
+    assert store.lineage(other) == [3]
+    with pytest.raises(ValueError, match="no version 9"):
+        store.lineage(9)
+
+
+def test_records_written_before_parents_had_their_own_field_still_give_a_lineage(tmp_path):
+    store = ModelStore(tmp_path)
+    store.add(_writer())
+    store.add(_writer(), info={"kind": "update", "parent": 1})
+    record = tmp_path / "versions" / "v0002" / "version.json"
+    document = json.loads(record.read_text())
+    del document["parent"]
+    record.write_text(json.dumps(document))
+    assert store.versions()[1].parent == 1
+    assert store.lineage(2) == [2, 1]
+
+
+def test_retention_keeps_the_newest_the_active_and_those_activated_by_hand(tmp_path):
+    store = ModelStore(tmp_path, keep_last=3)
+    parent = None
+    for _ in range(4):
+        parent = store.add(_writer(), parent=parent)
+    store.activate(2)  # by hand: kept for good
+    for _ in range(5):
+        store.add(_writer(), parent=store.active_version(), expect_active=store.active_version())
+    kept = [v.version for v in store.versions()]
+    assert kept == [2, 7, 8, 9]
+    assert [v.by_hand for v in store.versions()] == [True, False, False, False]
+    assert sorted(store.pruned()) == [1, 3, 4, 5, 6]
+    # the lineage walks through removed versions' records
+    assert store.lineage(9) == [9, 8, 7, 6, 5, 2, 1]
+    assert store.add(_writer()) == 10  # removed numbers are never reused
+    assert [p for p in os.listdir(tmp_path / "versions") if p.startswith(".tmp-")] == []
+    with pytest.raises(ValueError, match="positive integer"):
+        store.prune(0)
+
+
+def test_heal_finishes_a_publish_killed_between_commit_and_activation(tmp_path):
+    store = ModelStore(tmp_path)
+    store.add(_writer("a"))
+    store.add(_writer("b"), activate=False)
+    # what a writer killed after committing v2 leaves: its journal entry
+    (tmp_path / "journal").mkdir(exist_ok=True)
+    (tmp_path / "journal" / "v0002.json").write_text('{"version": 2, "activate": true}')
+    # and what writers killed earlier leave
+    (tmp_path / "journal" / "v0003.json").write_text('{"version": 3, "activate": true}')
+    (tmp_path / "versions" / "v0003").mkdir()
+    (tmp_path / "versions" / ".tmp-v0003-0badcafe" / "model").mkdir(parents=True)
+    (tmp_path / "versions" / ".tmp-pruned-v0001").mkdir()
+    (tmp_path / ".tmp-active.json.x1y2").write_text("{")
+    assert store.versions()[1].never_activated
+    repairs = store.heal()
+    assert store.active_version() == 2
+    assert any("activated version 2" in r for r in repairs)
+    assert any("rolled back the unfinished publish of version 3" in r for r in repairs)
+    assert sorted(os.listdir(tmp_path / "versions")) == ["v0001", "v0002"]
+    assert sorted(os.listdir(tmp_path / "journal")) == []
+    assert not list(tmp_path.glob(".tmp-*"))
+    assert store.heal() == []  # nothing left to repair
+    assert _tag(store.active_path()) == "b"
+
+
+def test_heal_does_not_activate_what_a_user_replaced_or_never_wanted(tmp_path):
+    store = ModelStore(tmp_path)
+    store.add(_writer("a"))
+    store.add(_writer("b"), activate=False)
+    store.add(_writer("c"))
+    (tmp_path / "journal").mkdir(exist_ok=True)
+    # v2's publish did not ask for activation; a newer version is active anyway
+    (tmp_path / "journal" / "v0002.json").write_text('{"version": 2, "activate": false}')
+    assert store.heal() == []
+    assert store.active_version() == 3
+    assert ModelStore(tmp_path / "absent").heal() == []
 
 
 def test_a_reservation_left_by_a_killed_add_is_skipped(tmp_path):

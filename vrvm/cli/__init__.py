@@ -1,11 +1,13 @@
-"""Command-line interface: ``vrvm demo | demo-data | train | predict | evaluate | update``.
+"""Command-line interface: ``vrvm demo | demo-data | train | predict | evaluate | update |
+versions | inspect``.
 
 Conventions (Unix):
 
 * results go to **stdout** (the training summary, the metrics, predictions written to
   ``-``); diagnostics go to **stderr** (cleaning reports, the progress bar, warnings);
 * exit status 0 on success, 1 for runtime and data errors (unreadable file, damaged
-  model, ...), 2 for usage errors (unknown option, invalid value), 130 when
+  model, ...), 2 for usage errors (unknown option, invalid value), 75 when a model
+  store stayed busy with another writer (nothing changed: try again), 130 when
   interrupted;
 * an error is reported as one line ``vrvm: error: ...`` on stderr, without a
   traceback unless ``--debug`` is given or ``VRVM_DEBUG=1`` is set.
@@ -19,6 +21,8 @@ Examples
     $ vrvm train trips.csv --out model/ --members 8 --seed 0 --holdout 0.2
     $ vrvm predict model/ queries.csv --out predictions.csv
     $ vrvm evaluate model/ test.csv --json
+    $ vrvm update .vrvm/models new-trips.csv   # a new active version of a store
+    $ vrvm versions .vrvm --lineage            # the active version's chain of parents
 """
 
 from __future__ import annotations
@@ -59,19 +63,20 @@ from vrvm.cli._output import (
 from vrvm.cli._reading import cmd_inspect, reading_options, reading_parser
 from vrvm.services.area_check import check_same_area
 from vrvm.services.demo import demo_predictions
-from vrvm.services.models import default_model_name, model_name
+from vrvm.services.models import default_model_name, model_name, store_versions_table
 from vrvm.services.predictions import (
     PREDICTION_COLUMNS,
     SCORE_COLUMNS,
     prediction_table,
     read_queries,
 )
-from vrvm.trips.durable import StorageError, storage_error
-from vrvm.trips.home import load_training_trips
+from vrvm.trips.durable import StorageError, StoreBusyError, storage_error
+from vrvm.trips.home import MODELS_DIR, load_training_trips
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_dir import MODEL_FILE
-from vrvm.trips.model_store import VERSIONS_DIR, ModelStore
+from vrvm.trips.model_store import DEFAULT_WAIT_S, VERSIONS_DIR, ModelStore
 from vrvm.trips.reader import read_trips
+from vrvm.trips.settings import KEEP_VERSIONS_ENV, keep_versions
 from vrvm.trips.split import split_holdout
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, synthetic_city
 from vrvm.trips.table import trips_sha256
@@ -190,55 +195,112 @@ def _check_model_target(path: Path) -> None:
         )
 
 
+def _store_root(path: Path) -> Path | None:
+    """The model store at ``path``: a store root, or a data home holding one; else None."""
+    for root in (path, path / MODELS_DIR):
+        if (root / VERSIONS_DIR).is_dir():
+            return root
+    return None
+
+
+def _open_store(root: Path, wait_s: float | None) -> ModelStore:
+    """The store at ``root``, healed: what a killed writer left is finished or rolled
+    back (each repair is logged, so it shows on stderr)."""
+    store = ModelStore(root, keep_last=keep_versions(), wait_s=wait_s)
+    store.heal()
+    return store
+
+
 def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
     """Sequential Bayesian update of a saved model (or of a store's active version)."""
     target = Path(args.model)
-    is_store = (target / VERSIONS_DIR).is_dir()
-    if is_store:
-        store = ModelStore(target)
-        parent = store.active_version()
-        if parent is None:
-            raise ValueError(f"{target}: the model store has no active version to update")
-        source = store.active_path()
-    else:
-        source = target
-        _check_model_target(Path(args.out or source))
-    model = TravelTimeModel.load(source)
+    root = _store_root(target)
+    if root is None:
+        _check_model_target(Path(args.out or target))
     trips, report = read_trips(args.trips, **reading_options(args))
     if not args.quiet:
         print_report(report, "update data", stderr)
     if len(trips) == 0:
         raise ValueError(f"{args.trips}: no trips left after cleaning")
-    training = load_training_trips(target.parent, model) if is_store else None
-    check = check_same_area(model, trips, training_trips=training)
-    if not check.ok and not args.allow_new_area:
-        raise ValueError(f"update refused: {check.reason} (--allow-new-area updates it anyway)")
-    started = time.perf_counter()
-    model.update(trips, forgetting=args.forgetting, assign=args.assign)
-    elapsed = time.perf_counter() - started
-    info = {
-        "kind": "update",
-        "data": {
-            "source": Path(args.trips).name,
-            "n_trips": len(trips),
-            "sha256": trips_sha256(trips),
-            "dropped": report.dropped,
-        },
-        "forgetting": args.forgetting,
-        "assign": args.assign,
-        "name": model_name(model),
-    }
-    if is_store:
-        info["parent"] = parent
-        version = store.add(lambda path: model.save(path), info=info, activate=True)
-        where = f"version {version} of {target} (parent {parent}), now active"
+    if root is None:
+        model = TravelTimeModel.load(target)
+        elapsed = _update(model, trips, args, training=None)
+        where = str(model.save(args.out or target))
     else:
-        where = str(model.save(args.out or source))
+        store = _open_store(root, args.wait)
+        # Read the active version, update it and publish on it as one step: a concurrent
+        # update waits for the lock (or gives up with "busy"), so updates chain.
+        with store.lock():
+            parent = store.active_version()
+            if parent is None:
+                raise ValueError(f"{root}: the model store has no active version to update")
+            model = TravelTimeModel.load(store.path(parent))
+            elapsed = _update(model, trips, args, training=load_training_trips(root.parent, model))
+            info = {
+                "kind": "update",
+                "data": {
+                    "source": Path(args.trips).name,
+                    "n_trips": len(trips),
+                    "sha256": trips_sha256(trips),
+                    "dropped": report.dropped,
+                },
+                "forgetting": args.forgetting,
+                "assign": args.assign,
+                "name": model_name(model),
+            }
+            version = store.add(
+                lambda path: model.save(path), info=info, parent=parent, expect_active=parent
+            )
+        where = f"version {version} of {root} (parent {parent}), now active"
     stdout.write(
         f"updated {len(model.members_)} members with {len(trips):,} trips in "
         f"{elapsed * 1e3:.0f} ms (forgetting {args.forgetting}, assign {args.assign}); "
         f"saved to {where}\n"
     )
+    return 0
+
+
+def _update(model: TravelTimeModel, trips: pd.DataFrame, args, training) -> float:
+    """Check the trips' area and update ``model`` in place; returns the seconds taken."""
+    check = check_same_area(model, trips, training_trips=training)
+    if not check.ok and not args.allow_new_area:
+        raise ValueError(f"update refused: {check.reason} (--allow-new-area updates it anyway)")
+    started = time.perf_counter()
+    model.update(trips, forgetting=args.forgetting, assign=args.assign)
+    return time.perf_counter() - started
+
+
+def _cmd_versions(args, stdout: IO[str], stderr: IO[str]) -> int:
+    """List a model store's versions with their lineage; re-activate one by hand."""
+    root = _store_root(Path(args.store))
+    if root is None:
+        raise ValueError(
+            f"{args.store} is not a model store (no {VERSIONS_DIR}/ folder in it or in "
+            f"its {MODELS_DIR}/ folder)"
+        )
+    store = _open_store(root, args.wait)
+    if args.activate is not None:
+        store.activate(args.activate)
+        stderr.write(f"version {args.activate} of {root} is active (activated by hand)\n")
+    if args.lineage is not None:
+        chain = store.lineage(None if args.lineage == 0 else args.lineage)
+        stdout.write(" <- ".join(f"v{v}" for v in chain) + "\n")
+        return 0
+    table = store_versions_table(store)
+    if args.json:
+        stdout.write(table.to_json(orient="records", indent=2) + "\n")
+        return 0
+    shown = table.drop(columns=["active", "synthetic"]).rename(
+        columns=lambda c: c.replace(" ", "_")
+    )
+    stdout.write(shown.to_string(index=False, na_rep="") + "\n" if len(shown) else "no versions\n")
+    pruned = len(store.pruned())
+    if pruned:
+        stderr.write(
+            f"{pruned} older version(s) were removed by retention (keeping the newest "
+            f"{store.keep_last}, the active one and those activated by hand; "
+            f"{KEEP_VERSIONS_ENV} sets how many)\n"
+        )
     return 0
 
 
@@ -323,7 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Probabilistic travel-time prediction with ensembles of variational "
         "relevance vector machines.",
         epilog="Results go to stdout, diagnostics to stderr. Exit status: 0 success, "
-        "1 runtime or data error, 2 usage error. Set VRVM_DEBUG=1 or pass --debug for "
+        "1 runtime or data error, 2 usage error, 75 a store busy with another writer (nothing "
+        "changed: try again). Set VRVM_DEBUG=1 or pass --debug for "
         "tracebacks.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -479,7 +542,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="trips are dealt to the members in turn (shard, default, as in training) or "
         "every member learns every trip (all)",
     )
+    update.add_argument(
+        "--wait",
+        type=float,
+        default=DEFAULT_WAIT_S,
+        metavar="SECONDS",
+        help="for a store: how long to wait for another writer before giving up (60)",
+    )
     update.set_defaults(handler=_cmd_update)
+
+    versions = commands.add_parser(
+        "versions",
+        parents=[common],
+        help="list a model store's versions and their lineage; re-activate one",
+        description="List the versions of a model store (a store root, or a data home "
+        "such as .vrvm): which is active, which were activated by hand, which were never "
+        "activated, each one's parent and lineage, its data and hold-out scores. Opening "
+        "the store finishes or rolls back what a crashed writer left (said on stderr).",
+    )
+    versions.add_argument("store", metavar="STORE", help="model store root or data home")
+    versions.add_argument(
+        "--lineage",
+        type=int,
+        nargs="?",
+        const=0,
+        metavar="VERSION",
+        help="print the chain of parents of VERSION (default: the active one)",
+    )
+    versions.add_argument(
+        "--activate", type=positive_int, metavar="VERSION", help="make VERSION active (by hand)"
+    )
+    versions.add_argument("--json", action="store_true", help="print the table as JSON")
+    versions.add_argument(
+        "--wait",
+        type=float,
+        default=DEFAULT_WAIT_S,
+        metavar="SECONDS",
+        help="how long to wait for another writer before giving up (60)",
+    )
+    versions.set_defaults(handler=_cmd_versions)
 
     evaluate = commands.add_parser(
         "evaluate",
@@ -617,8 +718,8 @@ def main(
     Returns
     -------
     int
-        0 on success, 1 on a runtime or data error, 2 on a usage error, 130 when
-        interrupted.
+        0 on success, 1 on a runtime or data error, 2 on a usage error, 75 when a
+        store stayed busy with another writer (nothing changed), 130 when interrupted.
     """
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
@@ -639,6 +740,9 @@ def main(
     except UsageError as exc:
         stderr.write(f"{PROG} {args.command}: error: {_one_line(exc)}\n")
         return 2
+    except StoreBusyError as exc:  # nothing was changed: EX_TEMPFAIL, try again
+        stderr.write(f"{PROG}: error: {_one_line(exc)}\n")
+        return 75
     except Exception as exc:
         if debug:
             traceback.print_exc(file=stderr)  # ends with the full message

@@ -28,6 +28,7 @@ from vrvm.trips.durable import StorageError, storage_error
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.home import HOME_ENV, first_start_lock, model_store, save_training_trips
 from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.settings import env_int
 from vrvm.trips.synthetic import SYNTHETIC_CITY_TZ, synthetic_city, synthetic_lat_lon
 
 __all__ = [
@@ -56,19 +57,6 @@ _FULL_HOME_ADVICE = f"free some space, or set {HOME_ENV} to a folder on another 
 def home_advice(exc: OSError) -> str:
     """What to do when ``exc`` stopped a write into the data home (a full disk or not)."""
     return _FULL_HOME_ADVICE if exc.errno in _NO_SPACE else HOME_ADVICE
-
-
-def _env_int(environ: Mapping[str, str], name: str, default: int, low: int = 1) -> int:
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"${name} must be an integer, got {raw!r}") from None
-    if value < low:
-        raise ValueError(f"${name} must be >= {low}, got {value}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -110,14 +98,14 @@ def demo_settings(environ: Mapping[str, str] | None = None) -> DemoSettings:
     (3000, 2, (1.5, 3.0), 1)
     """
     environ = os.environ if environ is None else environ
-    n_members = _env_int(environ, "VRVM_DEMO_MEMBERS", 8)
+    n_members = env_int(environ, "VRVM_DEMO_MEMBERS", 8)
     jobs_default = max(1, min(os.cpu_count() or 1, n_members))
     return DemoSettings(
-        n_trips=_env_int(environ, "VRVM_DEMO_TRIPS", 20_000, low=100),
+        n_trips=env_int(environ, "VRVM_DEMO_TRIPS", 20_000, low=100),
         n_members=n_members,
-        max_basis=_env_int(environ, "VRVM_DEMO_MAX_BASIS", 1000),
+        max_basis=env_int(environ, "VRVM_DEMO_MAX_BASIS", 1000),
         kernel_widths=parse_widths(environ.get("VRVM_DEMO_WIDTHS", "auto")),
-        n_jobs=_env_int(environ, "VRVM_N_JOBS", jobs_default),
+        n_jobs=env_int(environ, "VRVM_N_JOBS", jobs_default),
     )
 
 
@@ -184,7 +172,7 @@ def _ensure_demo_model(
             return active, False
         latest = store.latest_version()
         if latest is not None:
-            store.activate(latest)
+            store.activate(latest, how="first start: latest version")
             return latest, False
         say = stage or (lambda _message: None)
         say(f"Generating {settings.n_trips:,} synthetic trips in Synthetica (synthetic city)")

@@ -20,30 +20,44 @@ from typing import Any
 import pandas as pd
 
 from vrvm.services.units import metric_label, metric_value
-from vrvm.trips.home import data_home, load_training_trips, model_store, save_training_trips
+from vrvm.trips._errors import StoreBusyError
+from vrvm.trips.home import (
+    data_home,
+    heal_home,
+    load_training_trips,
+    model_store,
+    save_training_trips,
+)
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_dir import ModelFormatError, read_model_manifest
 from vrvm.trips.model_format import FORMAT_NAME, FORMAT_VERSION
+from vrvm.trips.model_store import UNCHECKED, ModelStore, StoreConflictError, VersionInfo
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME
 from vrvm.trips.table import date_span
 
 __all__ = [
     "SYNTHETIC_MODEL_NAME",
     "UNNAMED_MODEL",
+    "StoreBusyError",
+    "StoreConflictError",
     "activate_version",
     "active_model_path",
     "compact_metrics",
     "data_description",
     "data_home",
     "default_model_name",
+    "heal_home",
     "is_synthetic",
+    "lineage_text",
     "load_training_trips",
     "model_caption",
     "model_name",
     "name_from_summary",
     "publish_model",
+    "store_versions_table",
     "strip_paths",
     "version_numbers",
+    "version_state",
     "versions_table",
 ]
 
@@ -214,11 +228,15 @@ def publish_model(
     metrics: Mapping[str, Any] | None,
     info: Mapping[str, Any],
     training_trips: pd.DataFrame | None = None,
+    built_on: int | object | None = UNCHECKED,
 ) -> int:
     """Save ``model`` as a new version in the store and activate it.
 
     The store writes the version atomically and only then moves the active pointer,
-    so a failure leaves the active model untouched.
+    so a failure leaves the active model untouched. ``info["parent"]`` is recorded as
+    the version's parent. ``built_on`` is the active version the model was made from
+    (an update, or candidates scored against it): if another version became active
+    meanwhile, nothing is published (:class:`~vrvm.trips.model_store.StoreConflictError`).
     """
     store = model_store(home)
     if training_trips is not None:
@@ -227,7 +245,14 @@ def publish_model(
     record.setdefault("name", model_name(model))
     record.setdefault("metrics", compact_metrics(metrics))
     record.setdefault("n_members", len(model.members_))
-    return store.add(lambda path: model.save(path, metrics=metrics), info=record, activate=True)
+    parent = record.pop("parent", None)  # kept in the version's record, not its info
+    return store.add(
+        lambda path: model.save(path, metrics=metrics),
+        info=record,
+        activate=True,
+        parent=parent if isinstance(parent, int) else None,
+        expect_active=built_on,
+    )
 
 
 def _version_name(path: Path, info: Mapping[str, Any]) -> str:
@@ -249,16 +274,50 @@ def _version_name(path: Path, info: Mapping[str, Any]) -> str:
 
 
 def versions_table(home: Path) -> pd.DataFrame:
-    """The model store's versions, newest first: name, what each was trained on, scores.
+    """The data home's model versions (:func:`store_versions_table` of its store)."""
+    return store_versions_table(model_store(home))
 
-    Scores carry their unit in the column name (times in minutes, coverage in %); the
-    ``data`` column names files without their folders.
+
+def lineage_text(chain: list[int], *, shown: int = 4) -> str:
+    """A lineage (newest first, as :meth:`ModelStore.lineage` gives it) in one short line.
+
+    Examples
+    --------
+    >>> lineage_text([9, 8, 7, 6, 5, 2, 1])
+    'v9 ← v8 ← v7 ← … ← v1 (7 versions)'
+    >>> lineage_text([3])
+    'v3'
+    """
+    if len(chain) <= shown:
+        return " ← ".join(f"v{v}" for v in chain)
+    head = " ← ".join(f"v{v}" for v in chain[: shown - 1])
+    return f"{head} ← … ← v{chain[-1]} ({len(chain)} versions)"
+
+
+def version_state(version: VersionInfo) -> str:
+    """``active``, ``kept (activated by hand)``, ``never activated`` or ``""``."""
+    if version.is_active:
+        return "active"
+    if version.never_activated:
+        return "never activated"
+    return "kept (activated by hand)" if version.by_hand else ""
+
+
+def store_versions_table(store: ModelStore) -> pd.DataFrame:
+    """A model store's versions, newest first: name, lineage, data and scores.
+
+    ``parent`` is the version each was made from and ``lineage`` the chain back to its
+    first model (through versions removed by retention); ``state`` says which is
+    active, which a user activated by hand (kept by retention) and which were never
+    activated. Scores carry their unit in the column name (times in minutes, coverage
+    in %); the ``data`` column names files without their folders.
     """
     crps, mae = metric_label("crps_s", label="hold-out CRPS"), metric_label("mae_s", label="MAE")
     coverage = metric_label("coverage", label="90 % interval coverage")
-    store = model_store(home)
+    listing = store.versions()
+    chains = store.lineages(listing)
     rows = []
-    for v in store.versions():
+    for v in listing:
         info = v.info or {}
         metrics = info.get("metrics") or {}
         data = info.get("data", "")
@@ -270,10 +329,12 @@ def versions_table(home: Path) -> pd.DataFrame:
             {
                 "version": v.version,
                 "active": v.is_active,
-                "model": _version_name(store.path(v.version), info),
+                "state": version_state(v),
+                "model": _version_name(v.path, info),
                 "created (UTC)": v.created.strftime("%Y-%m-%d %H:%M:%S"),
                 "kind": info.get("kind", ""),
-                "parent": info.get("parent"),
+                "parent": v.parent,
+                "lineage": lineage_text(chains[v.version]),
                 "trips": n_trips,
                 "members": info.get("n_members"),
                 crps: metric_value("crps_s", metrics.get("crps_s")),
@@ -283,16 +344,18 @@ def versions_table(home: Path) -> pd.DataFrame:
                 "data": strip_paths(str(data)),
             }
         )
-    columns = ["version", "active", "model", "created (UTC)", "kind", "parent", "trips"]
-    columns += ["members", crps, mae, coverage, "synthetic", "data"]
+    columns = ["version", "active", "state", "model", "created (UTC)", "kind", "parent"]
+    columns += ["lineage", "trips", "members", crps, mae, coverage, "synthetic", "data"]
     frame = pd.DataFrame(rows, columns=columns)
+    frame["parent"] = frame["parent"].astype("Int64")
     for column in (crps, mae, coverage):
         frame[column] = frame[column].astype(float).round(3)
     return frame.sort_values("version", ascending=False).reset_index(drop=True)
 
 
 def activate_version(home: Path, version: int) -> None:
-    """Make an existing version the active one (the store refuses unknown versions)."""
+    """Make an existing version the active one, by hand (the store refuses unknown
+    versions; retention keeps every version activated by hand)."""
     model_store(home).activate(int(version))
 
 

@@ -354,7 +354,14 @@ def suggest_model_name(home: Path, active: TravelTimeModel | None) -> str:
 
 
 def publish_candidate(home: Path, result: RetrainResult, name: str) -> int:
-    """Publish one candidate of ``result`` as the new active version; returns its number."""
+    """Publish one candidate of ``result`` as the new active version; returns its number.
+
+    Raises
+    ------
+    StoreConflictError
+        If another version became active since the candidates were trained and scored
+        against ``result.parent_version``: nothing is published (train them again).
+    """
     model = result.candidates[name]
     kind = result.kinds.get(name, "train")
     # a model of another area is a new model of its own, not a child of the active one
@@ -386,4 +393,5 @@ def publish_candidate(home: Path, result: RetrainResult, name: str) -> int:
         metrics=result.scores[name].metrics if name in result.scores else None,
         info=info,
         training_trips=train if kind == "train" else None,
+        built_on=result.parent_version,
     )

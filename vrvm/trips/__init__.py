@@ -11,6 +11,7 @@ is kept: model directories, the model store, the trip store and the data home. I
 :mod:`vrvm.engine` only.
 """
 
+from vrvm.trips._errors import StorageError, StoreBusyError
 from vrvm.trips.cleaning import CLEANING_REASONS, CleaningConfig, CleaningReport, clean_trips
 from vrvm.trips.features import TripFeaturizer, raw_distance_km
 from vrvm.trips.formats import TimeFormatError
@@ -25,7 +26,7 @@ from vrvm.trips.model_dir import (
     recover_model_dir,
     save_model_dir,
 )
-from vrvm.trips.model_store import ModelStore, VersionInfo
+from vrvm.trips.model_store import ModelStore, StoreConflictError, VersionInfo
 from vrvm.trips.reader import TripFileError, ZonesNeededError, read_layout, read_trips
 from vrvm.trips.recipes import ReadOptions, RecipeBook
 from vrvm.trips.split import split_holdout
@@ -56,6 +57,9 @@ __all__ = [
     "ModelStore",
     "ReadOptions",
     "RecipeBook",
+    "StorageError",
+    "StoreBusyError",
+    "StoreConflictError",
     "TimeFormatError",
     "TravelTimeModel",
     "TripFeaturizer",

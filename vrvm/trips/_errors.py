@@ -17,7 +17,14 @@ import errno
 import os
 from pathlib import Path
 
-__all__ = ["TMP_PREFIX", "StorageError", "shown_path", "storage_error", "why_not_written"]
+__all__ = [
+    "TMP_PREFIX",
+    "StorageError",
+    "StoreBusyError",
+    "shown_path",
+    "storage_error",
+    "why_not_written",
+]
 
 TMP_PREFIX = ".tmp-"
 """Prefix of every temporary file or directory vrvm writes beside its target."""
@@ -184,3 +191,37 @@ def storage_error(
     if exc.filename and why == why_not_written(exc):  # no file in the way of exc.filename
         why = why_not_written(exc, path)
     return StorageError(exc.errno, shown_path(path), why=why, advice=advice)
+
+
+class StoreBusyError(TimeoutError):
+    """A store stayed locked by another writer longer than the caller would wait.
+
+    Nothing was changed; trying again once the other writer is done succeeds. The
+    message names the store, who holds it (when known) and how long the caller waited.
+
+    Attributes
+    ----------
+    path : str
+        The store (its folder).
+    holder : str
+        What the lock file says of its holder (``"pid 1234 since ..."``), or ``""``.
+    waited_s : float
+        Seconds waited before giving up.
+
+    Examples
+    --------
+    >>> str(StoreBusyError("/srv/vrvm/models", "pid 41 since 2026-11-24T08:00:00Z", 30.0))
+    '/srv/vrvm/models is busy: another process (pid 41 since 2026-11-24T08:00:00Z) is \
+writing to it and held it for the 30 s waited; try again in a moment'
+    """
+
+    def __init__(self, path: str | os.PathLike[str], holder: str, waited_s: float):
+        self.path, self.holder, self.waited_s = str(path), holder, float(waited_s)
+        who = f"another process ({holder})" if holder else "another process"
+        super().__init__(
+            f"{self.path} is busy: {who} is writing to it and held it for the "
+            f"{self.waited_s:g} s waited; try again in a moment"
+        )
+
+    def __reduce__(self):  # picklable across processes
+        return (StoreBusyError, (self.path, self.holder, self.waited_s))

@@ -16,15 +16,20 @@ import errno
 import json
 import os
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vrvm.trips._errors import TMP_PREFIX, StorageError, storage_error
+from vrvm.trips._errors import TMP_PREFIX, StorageError, StoreBusyError, storage_error
+from vrvm.trips._faults import crash_point
 
 __all__ = [
     "TMP_PREFIX",
     "StorageError",
+    "StoreBusyError",
     "atomic_write",
     "atomic_write_json",
     "exclusive_lock",
@@ -106,6 +111,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     try:
         write(tmp)
         _fsync_file(tmp)
+        crash_point("atomic_write.synced")
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -126,21 +132,75 @@ def atomic_write_json(path: str | os.PathLike[str], document: Mapping[str, Any])
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+# Locks this process holds, by resolved path and thread: flock conflicts between two
+# opens of one file even within a process, so a nested acquire by the holder must not
+# open the file again (it would wait for itself).
+_HELD: dict[tuple[str, int], int] = {}
+_HELD_GUARD = threading.Lock()
+#: Seconds between attempts while waiting for a lock held by another writer.
+LOCK_POLL_S = 0.05
+
+
+def _holder_text(handle) -> str:
+    try:
+        handle.seek(0)
+        return handle.read(200).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
 @contextlib.contextmanager
-def exclusive_lock(path: str | os.PathLike[str]):
+def exclusive_lock(path: str | os.PathLike[str], *, timeout: float | None = None):
     """Hold an exclusive advisory lock (``flock``) on the file ``path`` inside the block.
 
     The file and its folder are created if missing. Serialises writers across processes
-    on one machine (two dashboard sessions, a CLI next to the app). Without ``fcntl``
-    (not POSIX) the block runs unlocked: single-process use only.
+    on one machine (two dashboard sessions, a CLI next to the app) and across threads
+    of one process. The lock is re-entrant: a thread already holding it passes straight
+    through (so a locked transaction may call methods that lock too). While held, the
+    file names its holder (``pid 1234 since <UTC time>``), which a waiter that gives up
+    reports. Without ``fcntl`` (not POSIX) the block runs unlocked: single-process use
+    only.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The lock file.
+    timeout : float or None, default=None
+        Seconds to wait for another holder to let go; None waits as long as it takes.
 
     Raises
     ------
     StorageError
         When the lock file or its folder cannot be created or opened (what the block
         itself raises passes unchanged).
+    StoreBusyError
+        When another holder kept the lock for all of ``timeout`` seconds; nothing was
+        done.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     with exclusive_lock(Path(tmp) / ".lock"):
+    ...         with exclusive_lock(Path(tmp) / ".lock", timeout=0):  # re-entrant
+    ...             held = (Path(tmp) / ".lock").read_text().startswith("pid ")
+    >>> held
+    True
     """
     path = Path(path)
+    key = (os.path.realpath(path), threading.get_ident())
+    with _HELD_GUARD:
+        depth = _HELD.get(key, 0)
+        if depth:
+            _HELD[key] = depth + 1
+    if depth:
+        try:
+            yield
+        finally:
+            with _HELD_GUARD:
+                _HELD[key] -= 1
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a+b")  # closed by the with below
@@ -152,8 +212,39 @@ def exclusive_lock(path: str | os.PathLike[str]):
         except ImportError:  # pragma: no cover - non-POSIX
             yield
             return
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        _acquire(handle, fcntl, path, timeout)
+        with _HELD_GUARD:
+            _HELD[key] = 1
         try:
+            with contextlib.suppress(OSError):  # the holder's name is a courtesy
+                handle.truncate(0)
+                handle.write(f"pid {os.getpid()} since {_utc_now()}\n".encode())
+                handle.flush()
             yield
         finally:
+            with _HELD_GUARD:
+                del _HELD[key]
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _acquire(handle, fcntl, path: Path, timeout: float | None) -> None:
+    """``flock`` the handle, giving up with :class:`StoreBusyError` after ``timeout`` s."""
+    if timeout is None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        return
+    started = time.monotonic()
+    deadline = started + max(0.0, float(timeout))
+    while True:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreBusyError(
+                    path.parent, _holder_text(handle), time.monotonic() - started
+                ) from None
+            time.sleep(LOCK_POLL_S)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -30,10 +31,12 @@ from typing import Literal
 
 import pandas as pd
 
+from vrvm.trips._errors import TMP_PREFIX, StoreBusyError
 from vrvm.trips.durable import atomic_write, atomic_write_json, exclusive_lock
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_store import ModelStore
 from vrvm.trips.recipes import RecipeBook
+from vrvm.trips.settings import keep_versions
 from vrvm.trips.table import CANONICAL_COLUMNS, trips_sha256
 from vrvm.trips.trip_store import TripStore
 from vrvm.trips.zone_files import DEFAULT_LIMITS, ZoneFile, ZoneFileError, ZoneFileLimits
@@ -45,6 +48,7 @@ __all__ = [
     "clickable_zone_file",
     "data_home",
     "first_start_lock",
+    "heal_home",
     "list_zone_files",
     "load_training_trips",
     "load_zone_file",
@@ -59,6 +63,8 @@ __all__ = [
     "zone_file_entry",
     "zone_file_path",
 ]
+
+logger = logging.getLogger(__name__)
 
 HOME_ENV = "VRVM_HOME"
 DEFAULT_HOME = ".vrvm"
@@ -91,13 +97,55 @@ def data_home(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def model_store(home: str | os.PathLike[str]) -> ModelStore:
-    """The versioned model store under ``home``."""
-    return ModelStore(Path(home) / MODELS_DIR)
+    """The versioned model store under ``home``, keeping :func:`keep_versions` versions."""
+    return ModelStore(Path(home) / MODELS_DIR, keep_last=keep_versions())
 
 
 def trip_store(home: str | os.PathLike[str]) -> TripStore:
     """The persistent store of accepted trips under ``home``."""
     return TripStore(Path(home) / TRIPS_DIR)
+
+
+STALE_AFTER_S = 15 * 60
+"""Age (seconds) after which a temporary file outside the stores is a crash's leftover:
+no atomic write of vrvm takes that long, and these files have no lock to ask."""
+
+
+def heal_home(home: str | os.PathLike[str]) -> list[str]:
+    """Finish or roll back what crashed writers left in the data home; returns the repairs.
+
+    The model store and the trip store heal under their own locks
+    (:meth:`ModelStore.heal`, :meth:`TripStore.heal`); temporary files elsewhere in the
+    home (zone files, recipes, training trips) are removed once older than
+    :data:`STALE_AFTER_S`. Every repair is logged. Run by the dashboard, the command
+    line and the API when they open a home; a store busy with another writer is left
+    for the next open.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     heal_home(tmp)
+    []
+    """
+    home = Path(home)
+    repairs = []
+    for name, store in (("models", model_store(home)), ("trips", trip_store(home))):
+        try:
+            repairs += [f"{name}: {r}" for r in store.heal()]
+        except StoreBusyError as exc:
+            logger.info("not healing %s now: %s", store.root, exc)
+    now = datetime.now(UTC).timestamp()
+    for folder in (home, home / TRAINING_DIR, home / ZONES_DIR):
+        for leftover in folder.glob(f"{TMP_PREFIX}*") if folder.is_dir() else ():
+            try:
+                if leftover.is_file() and now - leftover.stat().st_mtime > STALE_AFTER_S:
+                    leftover.unlink()
+                    repairs.append(f"removed {leftover.relative_to(home)}, left by a crash")
+                    logger.warning("data home %s: removed %s", home, leftover.name)
+            except OSError as exc:
+                logger.warning("cannot remove %s: %s", leftover, exc)
+    return repairs
 
 
 def first_start_lock(home: str | os.PathLike[str]):

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from vrvm._version import __version__
+from vrvm.trips._faults import crash_point
 from vrvm.trips.durable import TMP_PREFIX, atomic_write, atomic_write_json, fsync_dir
 
 __all__ = [
@@ -259,6 +260,7 @@ def _move_into_place(tmp: Path, path: Path) -> None:
         return
     aside = _aside_name(path)
     os.rename(path, aside)
+    crash_point("model_dir.aside")
     try:
         os.rename(tmp, path)
     except BaseException as exc:
@@ -337,9 +339,9 @@ def save_model_dir(
       complete new model, never a partial or mixed one, with one exception: when a model
       already exists, it is first renamed aside to ``.old-<name>-<UTC stamp>-<token>`` and
       the new one is then renamed in. Between these two renames ``path`` does not exist.
-    * If the process dies in that window, the previous model is intact in the aside copy.
-      :func:`load_model_dir` then raises a :class:`ModelFormatError` naming that copy, and
-      :func:`recover_model_dir` renames it back (the interrupted save is rolled back).
+    * If the process dies in that window, the previous model is intact in the aside copy,
+      and the next :func:`load_model_dir` renames it back (the interrupted save is rolled
+      back, with a logged warning); :func:`recover_model_dir` does the same on demand.
     * If the call raises, nothing changed: the previous model (if any) is at ``path``
       (it is renamed back if the second rename fails; should that also fail, the previous
       model is left in the aside copy and the exception says so). Temporaries are removed.
@@ -347,7 +349,7 @@ def save_model_dir(
       fsynced) and the aside copy is deleted (a failure to delete it is only logged).
     * A process killed before the renames leaves only a ``.tmp-<name>-*`` directory, and
       one killed after them may leave the ``.old-<name>-*`` copy beside the new model.
-      Neither is ever read while ``path`` exists; both can be deleted.
+      Neither is ever read while ``path`` exists; the next save to ``path`` removes them.
 
     Concurrent saves to the same ``path`` are not supported. A :func:`load_model_dir`
     racing a save retries, so it returns one whole model, old or new. Use
@@ -407,6 +409,7 @@ def save_model_dir(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _remove_leftovers(path)
     return path
 
 
@@ -700,7 +703,8 @@ def load_model_dir(
     If the model is replaced by a concurrent :func:`save_model_dir` while being read, the
     read is retried, so the metadata and arrays returned always belong to one model. If
     the directory is missing while a set-aside copy exists (a save between its two
-    renames), the read is retried after a short pause before the interruption is reported.
+    renames), the read is retried after short pauses; still missing, the save was
+    interrupted and the previous model is renamed back (a logged warning), then read.
 
     Examples
     --------
@@ -727,12 +731,15 @@ def load_model_dir(
             raw = _read_manifest_bytes(path)
         except ModelFormatError:
             # Missing with a set-aside copy beside it: either a save is between its two
-            # renames right now (microseconds) or one was interrupted. Wait briefly so
-            # that only the second case is reported.
-            if last_attempt or path.exists() or not _find_aside_copies(path):
+            # renames right now (microseconds) or one was interrupted. Wait briefly;
+            # still missing after the pauses, the save's process died: roll it back.
+            if path.exists() or not _find_aside_copies(path):
                 raise
-            time.sleep(_LOAD_RETRY_DELAY)
-            continue
+            if not last_attempt:
+                time.sleep(_LOAD_RETRY_DELAY)
+                continue
+            _restore_interrupted(path)
+            raw = _read_manifest_bytes(path)
         manifest = _parse_manifest(path, raw, format_name, max_format_version)
         try:
             return manifest.metadata, _read_arrays(path, manifest)
@@ -746,6 +753,33 @@ def load_model_dir(
             if not replaced or last_attempt:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _restore_interrupted(path: Path) -> None:
+    """Roll back a save interrupted between its renames, for a reader (see load_model_dir)."""
+    try:
+        recover_model_dir(path)
+    except OSError as exc:  # e.g. a read-only folder: say where the model is
+        raise _missing_model_error(path) from exc
+    _remove_leftovers(path)  # the dead save's staging folder
+
+
+def _remove_leftovers(path: Path, keep: Path | None = None) -> None:
+    """Remove what interrupted saves to ``path`` left beside it (staging folders and
+    set-aside copies), once ``path`` holds a model. Saves to one path are not run
+    concurrently (see save_model_dir), so these belong to dead processes."""
+    if not (path / MODEL_FILE).is_file():
+        return
+    staging = re.compile(re.escape(f"{TMP_PREFIX}{path.name}-") + r"[0-9a-f]{8}")
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    leftovers = [path.parent / n for n in names if staging.fullmatch(n)]
+    for leftover in [*leftovers, *_find_aside_copies(path)]:
+        if leftover != keep:
+            shutil.rmtree(leftover, ignore_errors=True)
+            logger.warning("removed %s, left by an interrupted save of %s", leftover.name, path)
 
 
 def recover_model_dir(path: str | os.PathLike[str]) -> Path:

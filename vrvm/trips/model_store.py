@@ -2,7 +2,9 @@
 
 A dashboard keeps serving the active version while a retrain writes the next; a version
 is committed whole or not at all (see :class:`ModelStore`), and the pointer moves
-atomically. Each version is a model directory (:mod:`vrvm.trips.model_dir`).
+atomically. Publishing is one locked transaction, ordered across threads and processes;
+each version records its parent, and :meth:`ModelStore.heal` finishes or rolls back
+what a crash left. Each version is a model directory (:mod:`vrvm.trips.model_dir`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from vrvm._version import __version__
-from vrvm.trips.durable import TMP_PREFIX, atomic_write_json, fsync_dir
+from vrvm.trips._faults import crash_point
+from vrvm.trips.durable import TMP_PREFIX, atomic_write_json, exclusive_lock, fsync_dir
 from vrvm.trips.model_dir import (
     MODEL_FILE,
     ModelFormatError,
@@ -30,14 +33,52 @@ from vrvm.trips.model_dir import (
     utc_now_iso,
 )
 
-__all__ = ["ModelStore", "VersionInfo"]
+__all__ = ["DEFAULT_WAIT_S", "UNCHECKED", "ModelStore", "StoreConflictError", "VersionInfo"]
 
 logger = logging.getLogger(__name__)
 
 VERSION_FILE = "version.json"
 ACTIVE_FILE = "active.json"
 VERSIONS_DIR = "versions"
+LOCK_FILE = ".lock"
+JOURNAL_DIR = "journal"
+PRUNED_FILE = "pruned.json"
 _VERSION_DIR = re.compile(r"v(\d{4,})")
+_JOURNAL_ENTRY = re.compile(r"v(\d{4,})\.json")
+DEFAULT_WAIT_S = 60.0
+"""Seconds a writer waits for another one to finish before :class:`StoreBusyError`."""
+_ANY = object()
+
+
+class _Unchecked:
+    def __repr__(self) -> str:
+        return "UNCHECKED"
+
+
+UNCHECKED: Any = _Unchecked()
+"""The default ``expect_active`` of :meth:`ModelStore.add`: the active version is not checked."""
+
+
+class StoreConflictError(RuntimeError):
+    """A publish that expected another active version: the store changed under it.
+
+    Raised by :meth:`ModelStore.add` with ``expect_active`` when a concurrent writer
+    published or activated a version since the caller read the store; nothing was
+    written. Rebuild the model on the new active version and publish again.
+
+    Attributes
+    ----------
+    expected, active : int or None
+        The active version the caller built on, and the one the store has now.
+    """
+
+    def __init__(self, root: Path, expected: int | None, active: int | None) -> None:
+        self.expected, self.active = expected, active
+        super().__init__(
+            f"{root}: the active model changed while this one was being made (it was "
+            f"built on version {expected}, the store's active version is now {active}); "
+            "nothing was published: build it again on the new active version"
+        )
 
 
 def _check_version_number(version: Any) -> int:
@@ -66,6 +107,16 @@ class VersionInfo:
         The ``info`` given to :meth:`ModelStore.add`.
     is_active : bool
         Whether ``active.json`` points to this version.
+    parent : int or None
+        The version it was made from (an update's base, a retrain's predecessor), None
+        for a first model or a model of another area.
+    by_hand : bool
+        Whether a user ever activated it on purpose (:meth:`ModelStore.activate`);
+        retention never removes such a version.
+    never_activated : bool
+        Whether it is newer than every version ever activated: published with
+        ``activate=False``, or by a writer that died before its journal entry was
+        written (:meth:`ModelStore.heal` activates those whose journal says so).
     """
 
     version: int
@@ -74,6 +125,9 @@ class VersionInfo:
     vrvm_version: str
     info: dict[str, Any]
     is_active: bool
+    parent: int | None = None
+    by_hand: bool = False
+    never_activated: bool = False
 
 
 class ModelStore:
@@ -82,10 +136,15 @@ class ModelStore:
     Layout::
 
         root/
-            active.json              {"version": 3, "activated_utc": "..."}
+            .lock                    held by writers (names its holder's pid)
+            active.json              {"version": 3, "activated_utc": ..., "how": ...,
+                                      "by_hand": [...], "highest_activated": 3}
+            journal/v0004.json       a publish in progress (removed when it is done)
+            pruned.json              the records of versions removed by retention
             versions/
                 v0001/               a model directory (model.json, arrays.npz)
-                    version.json     {"version": 1, "created_utc": ..., "info": {...}}
+                    version.json     {"version": 1, "parent": null, "created_utc": ...,
+                                      "info": {...}}
                 v0002/
                 ...
 
@@ -94,6 +153,13 @@ class ModelStore:
     root : str or path-like
         Directory of the store. It is created by the first :meth:`add`; reading an
         absent store shows no versions.
+    keep_last : int or None, default=None
+        Retention: after each publish keep only the ``keep_last`` newest versions, plus
+        the active one and every version ever activated by hand; None keeps all. The
+        records of removed versions stay in ``pruned.json``, so lineages stay whole.
+    wait_s : float or None, default=60
+        Seconds a writer waits for another writer's lock before
+        :class:`~vrvm.trips.durable.StoreBusyError`; None waits as long as it takes.
 
     See Also
     --------
@@ -101,17 +167,25 @@ class ModelStore:
 
     Notes
     -----
-    * Versions appear atomically: a version is written in a temporary directory
-      ``versions/.tmp-v<N>-<token>`` and renamed onto its number only when the writer
-      succeeded (its ``version.json`` is then present). Version numbers are allocated by
-      an exclusive ``mkdir`` of ``versions/v<N>``, so concurrent writers, in threads or
-      processes sharing the directory, never get the same number. POSIX semantics
-      (renaming a directory onto an empty one replaces it) are assumed.
-    * A committed version is never modified, so readers never race writers.
+    * **One ordered transaction.** :meth:`add` holds the store's lock (``flock`` on
+      ``root/.lock``, re-entrant within a thread) from reserving a number to moving the
+      pointer, so publishes are serialised across threads and processes: the pointer
+      only ever moves to the newest version a publish made, or to the version a user
+      chose (:meth:`activate`). A read-modify-publish (an online update) takes
+      :meth:`lock` around its read of the active version and its :meth:`add`, or passes
+      ``expect_active`` so that a publish built on a stale version is refused
+      (:class:`StoreConflictError`) instead of silently forking the lineage.
+    * **Versions appear atomically.** A version is written in ``versions/.tmp-v<N>-*``
+      and renamed onto its (reserved, empty) number only when complete; POSIX
+      semantics (renaming a directory onto an empty one replaces it) are assumed. A
+      committed version is never modified, so readers never lock and never race.
+    * **A journal for the window between commit and activation.** Before writing, a
+      publish records ``journal/v<N>.json`` (the version and whether to activate it);
+      when it is done the entry is removed. :meth:`heal`, run when a program opens the
+      store, finishes what a killed writer left: a committed version whose journal
+      asked for activation is activated, staging folders, empty reservations and
+      half-deleted versions are removed, and every repair is logged.
     * ``active.json`` is replaced atomically (temporary file, fsync, ``os.replace``).
-    * The store never deletes versions. A process killed during :meth:`add` leaves an
-      empty ``versions/v<N>`` (its number is skipped, it is not listed) and a
-      ``versions/.tmp-*`` directory; both can be deleted when no add is running.
 
     Examples
     --------
@@ -125,21 +199,31 @@ class ModelStore:
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     store = ModelStore(tmp)
     ...     first = store.add(write_model, info={"kind": "train", "data": "trips-2024.parquet"})
-    ...     second = store.add(write_model, info={"kind": "update", "parent": first},
-    ...                        activate=False)
-    ...     before = [(v.version, v.info["kind"], v.is_active) for v in store.versions()]
+    ...     with store.lock():  # read the active version and publish on it, as one step
+    ...         base = store.active_version()
+    ...         second = store.add(write_model, info={"kind": "update"}, parent=base,
+    ...                            activate=False)
+    ...     before = [(v.version, v.parent, v.is_active) for v in store.versions()]
     ...     store.activate(second)
     ...     metadata, arrays = load_model_dir(store.active_path(), format_name="demo",
     ...                                       max_format_version=1)
-    ...     active = store.active_version()
+    ...     active, lineage = store.active_version(), store.lineage(second)
     >>> before
-    [(1, 'train', True), (2, 'update', False)]
-    >>> active, metadata
-    (2, {'alpha': 1.0})
+    [(1, None, True), (2, 1, False)]
+    >>> active, metadata, lineage
+    (2, {'alpha': 1.0}, [2, 1])
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        keep_last: int | None = None,
+        wait_s: float | None = DEFAULT_WAIT_S,
+    ) -> None:
         self.root = Path(root)
+        self.keep_last = keep_last
+        self.wait_s = wait_s
 
     def __repr__(self) -> str:
         return f"ModelStore({str(self.root)!r})"
@@ -147,6 +231,10 @@ class ModelStore:
     @property
     def _versions_dir(self) -> Path:
         return self.root / VERSIONS_DIR
+
+    @property
+    def _journal_dir(self) -> Path:
+        return self.root / JOURNAL_DIR
 
     def _version_dir(self, version: int) -> Path:
         return self._versions_dir / f"v{version:04d}"
@@ -167,17 +255,34 @@ class ModelStore:
     def _committed(self) -> list[int]:
         return sorted(n for n, p in self._numbered_dirs().items() if (p / VERSION_FILE).is_file())
 
-    def _read_version_record(self, version: int) -> tuple[datetime, str, dict[str, Any]]:
+    def _read_record(self, version: int) -> dict[str, Any]:
         record_path = self._version_dir(version) / VERSION_FILE
         try:
             record = loads_strict(record_path.read_bytes())
-            created = datetime.fromisoformat(record["created_utc"])
-            vrvm_version, info = record["vrvm_version"], record["info"]
-            if record["version"] != version or not isinstance(info, dict):
+            record["created"] = datetime.fromisoformat(record["created_utc"])
+            if record["version"] != version or not isinstance(record["info"], dict):
                 raise ValueError("inconsistent record")
+            str(record["vrvm_version"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ModelFormatError(f"{record_path} is damaged ({exc})") from exc
-        return created, str(vrvm_version), info
+        parent = record.get("parent", record["info"].get("parent"))  # older records: in info
+        valid = isinstance(parent, int) and not isinstance(parent, bool) and parent >= 1
+        record["parent"] = parent if valid else None
+        return record
+
+    def _pointer(self) -> dict[str, Any]:
+        """``active.json`` as a dict, ``{}`` when absent or damaged (for bookkeeping only)."""
+        try:
+            document = loads_strict((self.root / ACTIVE_FILE).read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return document if isinstance(document, dict) else {}
+
+    @staticmethod
+    def _numbers(values: Any) -> set[int]:
+        if not isinstance(values, list):
+            return set()
+        return {v for v in values if isinstance(v, int) and not isinstance(v, bool)}
 
     # ------------------------------------------------------------------- queries
     def path(self, version: int) -> Path:
@@ -213,10 +318,14 @@ class ModelStore:
         except ModelFormatError as exc:
             logger.warning("%s", exc)
             active = None
+        pointer = self._pointer()
+        by_hand = self._numbers(pointer.get("by_hand"))
+        highest = pointer.get("highest_activated", active)
+        highest = highest if isinstance(highest, int) else (active or 0)
         listing = []
         for version in self._committed():
             try:
-                created, vrvm_version, info = self._read_version_record(version)
+                record = self._read_record(version)
             except ModelFormatError as exc:
                 logger.warning("skipping version %d: %s", version, exc)
                 continue
@@ -224,13 +333,84 @@ class ModelStore:
                 VersionInfo(
                     version=version,
                     path=self._version_dir(version),
-                    created=created,
-                    vrvm_version=vrvm_version,
-                    info=info,
+                    created=record["created"],
+                    vrvm_version=str(record["vrvm_version"]),
+                    info=record["info"],
                     is_active=version == active,
+                    parent=record["parent"],
+                    by_hand=version in by_hand,
+                    never_activated=version > highest,
                 )
             )
         return listing
+
+    def pruned(self) -> dict[int, dict[str, Any]]:
+        """Records of the versions removed by retention: ``{version: {"parent", "created_utc",
+        "kind", "name", "pruned_utc"}}``."""
+        try:
+            document = loads_strict((self.root / PRUNED_FILE).read_bytes())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            logger.warning("cannot read %s: %s", self.root / PRUNED_FILE, exc)
+            return {}
+        entries = document.get("versions", {}) if isinstance(document, dict) else {}
+        out = {}
+        for key, entry in entries.items() if isinstance(entries, dict) else ():
+            if key.isdigit() and isinstance(entry, dict):
+                out[int(key)] = entry
+        return out
+
+    def lineage(self, version: int | None = None) -> list[int]:
+        """The chain of parents of ``version`` (the active one by default), newest first.
+
+        Follows each version's recorded parent, through the records of versions removed
+        by retention (:meth:`pruned`), until a version without a parent. Empty for an
+        empty store.
+
+        Raises
+        ------
+        ValueError
+            If ``version`` is neither committed nor pruned.
+        """
+        if version is None:
+            version = self.active_version()
+            if version is None:
+                return []
+        version = _check_version_number(version)
+        chains = self.lineages()
+        if version not in chains:
+            raise ValueError(f"model store {self.root} has no version {version}")
+        return chains[version]
+
+    def lineages(self, listing: list[VersionInfo] | None = None) -> dict[int, list[int]]:
+        """:meth:`lineage` of every version, committed or pruned, from one listing.
+
+        Parameters
+        ----------
+        listing : list of VersionInfo, optional
+            :meth:`versions` when the caller already has it.
+        """
+        listing = self.versions() if listing is None else listing
+        parents: dict[int, int | None] = {}
+        for number, entry in self.pruned().items():
+            parent = entry.get("parent")
+            valid = isinstance(parent, int) and not isinstance(parent, bool) and parent >= 1
+            parents[number] = parent if valid else None
+        parents.update({v.version: v.parent for v in listing})
+        chains = {}
+        for version in parents:
+            chain: list[int] = []
+            current: int | None = version
+            # a parent is older than its child, so the walk ends; the bound (and the
+            # membership test) guard against hand-edited records that loop
+            for _ in range(len(parents)):
+                if current is None or current in chain:
+                    break
+                chain.append(current)
+                current = parents.get(current)
+            chains[version] = chain
+        return chains
 
     def active_version(self) -> int | None:
         """Return the active version number, or None if none was ever activated.
@@ -279,23 +459,72 @@ class ModelStore:
         return None if version is None else self._version_dir(version)
 
     # ------------------------------------------------------------------- changes
-    def activate(self, version: int) -> None:
-        """Point ``active.json`` at a committed version (atomically).
+    def lock(self, timeout: float | object | None = _ANY):
+        """The store's writer lock, as a context manager (re-entrant within a thread).
+
+        Hold it around a read of the store and the publish that depends on it (an
+        online update: read the active version, update it, :meth:`add`) so that no
+        other writer publishes in between.
+
+        Parameters
+        ----------
+        timeout : float or None, optional
+            Seconds to wait for another writer (default: the store's ``wait_s``).
+
+        Raises
+        ------
+        StoreBusyError
+            When another writer held the lock for all of ``timeout``.
+        StorageError
+            When the store's folder cannot be written.
+        """
+        return exclusive_lock(
+            self.root / LOCK_FILE, timeout=self.wait_s if timeout is _ANY else timeout
+        )
+
+    def activate(self, version: int, *, how: str = "by hand") -> None:
+        """Point ``active.json`` at a committed version (atomically), under the lock.
+
+        Parameters
+        ----------
+        version : int
+            A committed version.
+        how : str, default="by hand"
+            Why it is activated, kept in ``active.json``. ``"by hand"`` (a user's
+            choice, e.g. a rollback) also marks the version as one retention keeps.
 
         Raises
         ------
         ValueError
             If the store has no such version.
+        StoreBusyError
+            When another writer held the lock for the store's ``wait_s``.
         """
         version = _check_version_number(version)
-        self.path(version)  # refuse unknown versions before touching the pointer
-        self.root.mkdir(parents=True, exist_ok=True)
-        document = {"version": version, "activated_utc": utc_now_iso()}
+        with self.lock():
+            self.path(version)  # refuse unknown versions before touching the pointer
+            self._point(version, how=how)
+
+    def _point(self, version: int, *, how: str) -> None:
+        """Move the pointer (the caller holds the lock and checked the version)."""
+        pointer = self._pointer()
+        by_hand = self._numbers(pointer.get("by_hand"))
+        if how == "by hand":
+            by_hand.add(version)
+        highest = pointer.get("highest_activated", pointer.get("version", 0))
+        highest = max(highest if isinstance(highest, int) else 0, version)
+        document = {
+            "version": version,
+            "activated_utc": utc_now_iso(),
+            "how": how,
+            "by_hand": sorted(by_hand),
+            "highest_activated": highest,
+        }
         atomic_write_json(self.root / ACTIVE_FILE, document)
 
     def _reserve(self) -> tuple[int, Path]:
         """Claim the next free version number by creating its (empty) directory."""
-        version = max(self._numbered_dirs(), default=0) + 1
+        version = max([*self._numbered_dirs(), *self.pruned()], default=0) + 1
         while True:
             reserved = self._version_dir(version)
             try:
@@ -305,12 +534,17 @@ class ModelStore:
             except FileExistsError:
                 version += 1
 
+    def _journal_entry(self, version: int) -> Path:
+        return self._journal_dir / f"v{version:04d}.json"
+
     def add(
         self,
         writer: Callable[[Path], object],
         *,
         info: Mapping[str, Any] | None = None,
         activate: bool = True,
+        parent: int | None = None,
+        expect_active: int | object | None = UNCHECKED,
     ) -> int:
         """Commit a new version written by ``writer`` and optionally activate it.
 
@@ -321,10 +555,15 @@ class ModelStore:
             it must write a model there, typically with ``save_model_dir(model_dir, ...)``.
         info : dict, optional
             JSON-serialisable description kept in the version's ``version.json``, e.g.
-            ``{"kind": "train" or "update", "parent": 3, "data": "...",
-            "metrics": {...}, "note": "..."}``.
+            ``{"kind": "train" or "update", "data": "...", "metrics": {...}}``.
         activate : bool, default=True
             Whether to make the new version the active one.
+        parent : int or None, default=None
+            The version the new one was made from (recorded; shown as its lineage).
+        expect_active : int or None, optional
+            The active version the caller built on: if the store's active version is
+            another one when the lock is taken (a concurrent publish), nothing is
+            written and :class:`StoreConflictError` is raised. Not checked by default.
 
         Returns
         -------
@@ -335,54 +574,214 @@ class ModelStore:
         ------
         ModelFormatError
             If ``info`` is not JSON-serialisable or the writer wrote no ``model.json``.
+        StoreConflictError
+            See ``expect_active``.
+        StoreBusyError
+            When another writer held the lock for the store's ``wait_s``.
         Exception
-            Whatever ``writer`` raised. In both cases the store is exactly as before: no
-            new version, the active pointer unchanged, temporaries removed.
+            Whatever ``writer`` raised. In all these cases the store is exactly as
+            before: no new version, the active pointer unchanged, temporaries removed.
 
         Notes
         -----
-        If activating fails after the version was committed, the version is kept (it is
-        complete) and the error is raised; the pointer is unchanged.
+        The whole publish, from reserving the number to moving the pointer (and pruning
+        old versions when ``keep_last`` is set), holds the store's lock. If the process
+        dies after the version was committed and before the pointer moved, the journal
+        entry lets :meth:`heal` finish the activation.
         """
         info_json = to_json({} if info is None else info, "info", self.root)
         if not isinstance(info_json, dict):
             raise ModelFormatError(f"cannot add to {self.root}: info must be a dict")
+        if parent is not None:
+            parent = _check_version_number(parent)
         self._versions_dir.mkdir(parents=True, exist_ok=True)
-        version, reserved = self._reserve()
-        staging = self._versions_dir / f"{TMP_PREFIX}{reserved.name}-{secrets.token_hex(4)}"
-        try:
-            staging.mkdir()
-            model_dir = staging / "model"
-            model_dir.mkdir()
-            writer(model_dir)
-            if model_dir.is_symlink() or not (model_dir / MODEL_FILE).is_file():
-                raise ModelFormatError(
-                    f"the writer passed to ModelStore.add wrote no model into {model_dir} "
-                    f"(no {MODEL_FILE}); use save_model_dir(model_dir, ...)"
-                )
-            if (model_dir / VERSION_FILE).exists():
-                raise ModelFormatError(
-                    f"the writer wrote {model_dir / VERSION_FILE}, a name the store reserves"
-                )
-            record = {
-                "version": version,
-                "created_utc": utc_now_iso(),
-                "vrvm_version": __version__,
-                "info": info_json,
-            }
-            atomic_write_json(model_dir / VERSION_FILE, record)
-            # rename() replaces our own empty reservation atomically (POSIX), so the
-            # version appears complete or not at all.
-            os.rename(model_dir, reserved)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+        with self.lock():
+            if expect_active is not UNCHECKED:
+                current = self.active_version()
+                if current != expect_active:
+                    raise StoreConflictError(self.root, expect_active, current)  # type: ignore[arg-type]
+            version, reserved = self._reserve()
+            crash_point("model_store.reserved")
+            entry = self._journal_entry(version)
+            staging = self._versions_dir / f"{TMP_PREFIX}{reserved.name}-{secrets.token_hex(4)}"
             try:
-                reserved.rmdir()
-            except OSError as exc:
-                logger.warning("could not release reservation %s: %s", reserved, exc)
-            raise
-        fsync_dir(self._versions_dir)
-        shutil.rmtree(staging, ignore_errors=True)
-        if activate:
-            self.activate(version)
+                atomic_write_json(
+                    entry, {"version": version, "activate": bool(activate), "pid": os.getpid()}
+                )
+                crash_point("model_store.intent")
+                staging.mkdir()
+                model_dir = staging / "model"
+                model_dir.mkdir()
+                writer(model_dir)
+                if model_dir.is_symlink() or not (model_dir / MODEL_FILE).is_file():
+                    raise ModelFormatError(
+                        f"the writer passed to ModelStore.add wrote no model into {model_dir} "
+                        f"(no {MODEL_FILE}); use save_model_dir(model_dir, ...)"
+                    )
+                if (model_dir / VERSION_FILE).exists():
+                    raise ModelFormatError(
+                        f"the writer wrote {model_dir / VERSION_FILE}, a name the store reserves"
+                    )
+                record = {
+                    "version": version,
+                    "parent": parent,
+                    "created_utc": utc_now_iso(),
+                    "vrvm_version": __version__,
+                    "info": info_json,
+                }
+                atomic_write_json(model_dir / VERSION_FILE, record)
+                crash_point("model_store.staged")
+                # rename() replaces our own empty reservation atomically (POSIX), so the
+                # version appears complete or not at all.
+                os.rename(model_dir, reserved)
+            except BaseException:
+                shutil.rmtree(staging, ignore_errors=True)
+                try:
+                    reserved.rmdir()
+                except OSError as exc:
+                    logger.warning("could not release reservation %s: %s", reserved, exc)
+                entry.unlink(missing_ok=True)
+                raise
+            fsync_dir(self._versions_dir)
+            crash_point("model_store.committed")
+            shutil.rmtree(staging, ignore_errors=True)
+            if activate:
+                self._point(version, how="publish")
+                crash_point("model_store.activated")
+            entry.unlink(missing_ok=True)
+            if self.keep_last is not None:
+                self._prune(self.keep_last)
         return version
+
+    # ------------------------------------------------------------------ upkeep
+    def prune(self, keep_last: int) -> list[int]:
+        """Remove old versions: keep the ``keep_last`` newest, the active one and every
+        version ever activated by hand. Returns the removed numbers.
+
+        Each removed version's record (parent, time, kind, name) goes to
+        ``pruned.json`` first, so :meth:`lineage` still walks through it; the version is
+        then renamed aside (one atomic step: readers see it whole or not at all) and
+        deleted.
+        """
+        if not isinstance(keep_last, int) or isinstance(keep_last, bool) or keep_last < 1:
+            raise ValueError(f"keep_last must be a positive integer, got {keep_last!r}")
+        with self.lock():
+            return self._prune(keep_last)
+
+    def _prune(self, keep_last: int) -> list[int]:
+        committed = self._committed()
+        pointer = self._pointer()
+        keep = set(committed[-keep_last:]) | self._numbers(pointer.get("by_hand"))
+        if isinstance(pointer.get("version"), int):
+            keep.add(pointer["version"])
+        doomed = [v for v in committed if v not in keep]
+        if not doomed:
+            return []
+        pruned = self.pruned()
+        for version in doomed:
+            try:
+                record = self._read_record(version)
+            except ModelFormatError:
+                record = {"parent": None, "created_utc": None, "info": {}}
+            pruned[version] = {
+                "parent": record["parent"],
+                "created_utc": record.get("created_utc"),
+                "kind": record["info"].get("kind"),
+                "name": record["info"].get("name"),
+                "pruned_utc": utc_now_iso(),
+            }
+        document = {"versions": {str(v): pruned[v] for v in sorted(pruned)}}
+        atomic_write_json(self.root / PRUNED_FILE, document)
+        for version in doomed:
+            aside = self._versions_dir / f"{TMP_PREFIX}pruned-v{version:04d}"
+            os.rename(self._version_dir(version), aside)
+            crash_point("model_store.pruning")
+            shutil.rmtree(aside, ignore_errors=True)
+        fsync_dir(self._versions_dir)
+        logger.info("retention removed versions %s of %s", doomed, self.root)
+        return doomed
+
+    def heal(self) -> list[str]:
+        """Finish or roll back what a crashed writer left; returns what was repaired.
+
+        Takes the lock, so no writer is running: whatever a writer leaves is a crash's.
+
+        * A journal entry whose version was committed and meant to be activated, and
+          which is newer than the active one: the version is activated (the publish's
+          intent). An entry whose version never got committed: rolled back.
+        * Staging folders (``versions/.tmp-*``), empty reservations ``versions/v<N>``,
+          half-removed versions and temporary files of the pointer: removed.
+
+        Each repair is logged (warning) and returned as a sentence. Committed versions
+        are never touched. Versions newer than any ever activated and not in the
+        journal are left as they are; :meth:`versions` marks them ``never_activated``.
+        """
+        if not self.root.is_dir():
+            return []
+        repairs: list[str] = []
+        with self.lock():
+            committed = set(self._committed())
+            for entry, version, wanted in self._journal():
+                active = self._pointer().get("version")
+                active = active if isinstance(active, int) else 0
+                if version in committed and wanted and version > active:
+                    self._point(version, how="repair")
+                    repairs.append(
+                        f"activated version {version}: it was committed, but the process "
+                        "publishing it stopped before making it active"
+                    )
+                elif version not in committed:
+                    repairs.append(f"rolled back the unfinished publish of version {version}")
+                entry.unlink(missing_ok=True)
+            repairs += self._remove_leftovers(committed)
+        for repair in repairs:
+            logger.warning("model store %s: %s", self.root, repair)
+        return repairs
+
+    def _remove_leftovers(self, committed: set[int]) -> list[str]:
+        """Remove what interrupted writes left (the caller holds the lock)."""
+        removed = []
+        try:
+            names = sorted(os.listdir(self._versions_dir))
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            path = self._versions_dir / name
+            number = _VERSION_DIR.fullmatch(name)
+            if name.startswith(TMP_PREFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(f"removed {name}, left by an interrupted write")
+            elif number and int(number.group(1)) not in committed and path.is_dir():
+                try:
+                    path.rmdir()
+                    removed.append(f"released the unused version number {name}")
+                except OSError:
+                    logger.warning("%s holds files but no %s; left as it is", path, VERSION_FILE)
+        for leftover in sorted(self.root.glob(f"{TMP_PREFIX}*")):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+            removed.append(f"removed {leftover.name}, left by an interrupted write")
+        return removed
+
+    def _journal(self) -> list[tuple[Path, int, bool]]:
+        """The journal's entries ``(file, version, activate)``, oldest version first."""
+        try:
+            names = os.listdir(self._journal_dir)
+        except FileNotFoundError:
+            return []
+        entries = []
+        for name in names:
+            path = self._journal_dir / name
+            match = _JOURNAL_ENTRY.fullmatch(name)
+            if not match:
+                if name.startswith(TMP_PREFIX):
+                    path.unlink(missing_ok=True)
+                continue
+            try:
+                wanted = bool(loads_strict(path.read_bytes()).get("activate", False))
+            except (OSError, ValueError, AttributeError):
+                wanted = False  # a torn entry: its publish cannot have committed
+            entries.append((path, int(match.group(1)), wanted))
+        return sorted(entries, key=lambda e: e[1])

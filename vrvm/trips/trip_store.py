@@ -29,6 +29,9 @@ Guarantees
 * **Serialised writers.** Additions and clearing hold an exclusive ``fcntl`` lock on
   ``root/.lock``, so concurrent dashboard sessions (or processes) cannot both add the
   same new trip.
+* **Healed at open.** :meth:`TripStore.heal` (run when a program opens the data home)
+  takes the lock, so no writer is running, and removes what killed writers left:
+  temporary part files and parts a clear had renamed aside.
 * **Nothing executable.** Parts are Parquet read with pyarrow; nothing is unpickled.
 
 Examples
@@ -52,6 +55,7 @@ True
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -64,11 +68,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vrvm.trips._faults import crash_point
 from vrvm.trips.durable import TMP_PREFIX, atomic_write, exclusive_lock, fsync_dir
 from vrvm.trips.table import CANONICAL_COLUMNS, canonical_utc, trip_ids
 from vrvm.trips.timezones import tz_name
 
 __all__ = ["AddResult", "StoreSummary", "TripStore"]
+
+logger = logging.getLogger(__name__)
 
 PARTS_DIR = "parts"
 LOCK_FILE = ".lock"
@@ -346,5 +353,28 @@ class TripStore:
                 aside = self.root / f"{TMP_PREFIX}cleared-{secrets.token_hex(4)}"
                 os.rename(self._parts_dir, aside)
                 fsync_dir(self.root)
+                crash_point("trip_store.cleared")
                 shutil.rmtree(aside, ignore_errors=True)
             return n
+
+    def heal(self) -> list[str]:
+        """Remove what killed writers left; returns what was repaired (also logged).
+
+        Under the store's lock (so no writer is running): temporary part files
+        (``parts/.tmp-*``) and the parts of an interrupted :meth:`clear`. Stored parts
+        are never touched.
+        """
+        if not self.root.is_dir():
+            return []
+        repairs = []
+        with self._locked():
+            leftovers = [*self.root.glob(f"{TMP_PREFIX}*"), *self._parts_dir.glob(f"{TMP_PREFIX}*")]
+            for leftover in sorted(leftovers):
+                if leftover.is_dir():
+                    shutil.rmtree(leftover, ignore_errors=True)
+                else:
+                    leftover.unlink(missing_ok=True)
+                repairs.append(f"removed {leftover.name}, left by an interrupted write")
+        for repair in repairs:
+            logger.warning("trip store %s: %s", self.root, repair)
+        return repairs
