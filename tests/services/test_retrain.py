@@ -84,7 +84,7 @@ def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_
     assert load_training_trips(home, published) is not None
     # the other candidate was built on version 1, which is no longer active: publishing
     # it would fork the lineage, so it is refused and nothing is written
-    with pytest.raises(StoreConflictError, match="built on version 1.*now 2"):
+    with pytest.raises(StoreConflictError, match=r"built on version 1.*now 2"):
         publish_candidate(home, result, update)
     assert models.latest_version() == 2
     versions = versions_table(home)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 __all__ = [
     "TMP_PREFIX",
+    "ModelFormatError",
     "StorageError",
     "StoreBusyError",
     "shown_path",
@@ -191,6 +192,15 @@ def storage_error(
     if exc.filename and why == why_not_written(exc):  # no file in the way of exc.filename
         why = why_not_written(exc, path)
     return StorageError(exc.errno, shown_path(path), why=why, advice=advice)
+
+
+class ModelFormatError(ValueError):
+    """A stored model (or model store) is missing, damaged, of another format or unsafe.
+
+    Also raised by :func:`save_model_dir` for metadata or arrays that cannot be stored
+    faithfully (NaN in metadata, object arrays, ...). The message always names the path
+    concerned and, where there is one, the way to fix the problem.
+    """
 
 
 class StoreBusyError(TimeoutError):

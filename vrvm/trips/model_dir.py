@@ -30,7 +30,6 @@ import logging
 import math
 import os
 import re
-import secrets
 import shutil
 import time
 import zipfile
@@ -44,8 +43,18 @@ from typing import Any
 import numpy as np
 
 from vrvm._version import __version__
-from vrvm.trips._faults import crash_point
-from vrvm.trips.durable import TMP_PREFIX, atomic_write, atomic_write_json, fsync_dir
+from vrvm.trips._errors import ModelFormatError
+from vrvm.trips._replace import (
+    MODEL_FILE,
+    find_aside_copies,
+    make_sibling_dir,
+    missing_model_error,
+    move_into_place,
+    recover_model_dir,
+    remove_leftovers,
+    restore_interrupted,
+)
+from vrvm.trips.durable import TMP_PREFIX, atomic_write, atomic_write_json
 
 __all__ = [
     "ModelFormatError",
@@ -58,11 +67,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MODEL_FILE = "model.json"
 ARRAYS_FILE = "arrays.npz"
-_ASIDE_PREFIX = ".old-"
-# Suffix of a set-aside copy: a UTC timestamp (so names sort chronologically) and a token.
-_ASIDE_SUFFIX = re.compile(r"-(\d{8}T\d{12}Z)-[0-9a-f]{8}")
 # Array names become zip member names, so keep them to a portable, path-free alphabet.
 _ARRAY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -72,15 +77,6 @@ _STORABLE_KINDS = frozenset("biufcmMSU")
 # How often load_model_dir re-reads a model that was replaced while it was being read.
 _LOAD_ATTEMPTS = 3
 _LOAD_RETRY_DELAY = 0.05  # seconds
-
-
-class ModelFormatError(ValueError):
-    """A stored model (or model store) is missing, damaged, of another format or unsafe.
-
-    Also raised by :func:`save_model_dir` for metadata or arrays that cannot be stored
-    faithfully (NaN in metadata, object arrays, ...). The message always names the path
-    concerned and, where there is one, the way to fix the problem.
-    """
 
 
 def utc_now_iso() -> str:
@@ -203,38 +199,6 @@ def _sha256_of(f) -> str:
     return digest.hexdigest()
 
 
-def _make_sibling_dir(path: Path, prefix: str) -> Path:
-    """Create a fresh, uniquely named directory next to ``path`` (same file system)."""
-    while True:
-        candidate = path.parent / f"{prefix}{path.name}-{secrets.token_hex(4)}"
-        try:
-            candidate.mkdir()
-            return candidate
-        except FileExistsError:
-            continue
-
-
-def _aside_name(path: Path) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    return path.parent / f"{_ASIDE_PREFIX}{path.name}-{stamp}-{secrets.token_hex(4)}"
-
-
-def _find_aside_copies(path: Path) -> list[Path]:
-    """Set-aside copies of the model at ``path`` left by interrupted saves, oldest first."""
-    prefix = f"{_ASIDE_PREFIX}{path.name}"
-    try:
-        names = os.listdir(path.parent)
-    except OSError:
-        return []
-    found = []
-    for name in names:
-        # Match the exact suffix so that ".old-model-<stamp>" is not mistaken for a copy of
-        # a model named "model-v2".
-        if name.startswith(prefix) and _ASIDE_SUFFIX.fullmatch(name[len(prefix) :]):
-            found.append(path.parent / name)
-    return sorted(found, key=lambda p: p.name[len(prefix) :])
-
-
 def _check_replaceable(path: Path) -> None:
     """Refuse to replace anything at ``path`` that is not a model directory (or empty)."""
     if path.is_symlink():
@@ -249,37 +213,6 @@ def _check_replaceable(path: Path) -> None:
         raise FileExistsError(
             f"{path} exists and is not a model directory (no {MODEL_FILE}); refusing to replace it"
         )
-
-
-def _move_into_place(tmp: Path, path: Path) -> None:
-    """Rename the complete model directory ``tmp`` to ``path`` (see save_model_dir Notes)."""
-    if not path.exists() or not any(path.iterdir()):
-        # rename() atomically replaces a missing or empty directory on POSIX.
-        os.rename(tmp, path)
-        fsync_dir(path.parent)
-        return
-    aside = _aside_name(path)
-    os.rename(path, aside)
-    crash_point("model_dir.aside")
-    try:
-        os.rename(tmp, path)
-    except BaseException as exc:
-        try:
-            os.rename(aside, path)
-        except OSError as rollback_exc:
-            exc.add_note(
-                f"restoring the previous model also failed ({rollback_exc}); it is intact "
-                f"at {aside}: run vrvm.trips.model_dir.recover_model_dir({str(path)!r}) "
-                "to restore it"
-            )
-        raise
-    fsync_dir(path.parent)
-    try:
-        shutil.rmtree(aside)
-    except OSError as exc:
-        # The new model is in place; a leftover copy of the old one wastes space but is
-        # harmless (loading ignores it while the model exists).
-        logger.warning("could not remove the previous model at %s: %s", aside, exc)
 
 
 # ----------------------------------------------------------------------- save / load
@@ -386,7 +319,7 @@ def save_model_dir(
 
     path.parent.mkdir(parents=True, exist_ok=True)
     _check_replaceable(path)
-    tmp = _make_sibling_dir(path, TMP_PREFIX)
+    tmp = make_sibling_dir(path, TMP_PREFIX)
     try:
         atomic_write(tmp / ARRAYS_FILE, lambda file: _write_npz(file, checked_arrays))
         with open(tmp / ARRAYS_FILE, "rb") as f:
@@ -405,11 +338,11 @@ def save_model_dir(
         }
         # The manifest is written last: a directory with model.json is a finished one.
         atomic_write_json(tmp / MODEL_FILE, manifest)
-        _move_into_place(tmp, path)
+        move_into_place(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _remove_leftovers(path)
+    remove_leftovers(path)
     return path
 
 
@@ -456,20 +389,9 @@ def loads_strict(raw: bytes) -> Any:
     return json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
 
 
-def _missing_model_error(path: Path) -> ModelFormatError:
-    copies = _find_aside_copies(path)
-    if copies:
-        return ModelFormatError(
-            f"model directory {path} does not exist, but a save to it was interrupted: the "
-            f"previous model is intact at {copies[-1]}. Run "
-            f"vrvm.trips.model_dir.recover_model_dir({str(path)!r}) to restore it"
-        )
-    return ModelFormatError(f"model directory {path} does not exist")
-
-
 def _read_manifest_bytes(path: Path) -> bytes:
     if not path.exists():
-        raise _missing_model_error(path)
+        raise missing_model_error(path)
     if not path.is_dir():
         raise ModelFormatError(f"{path} is not a model directory (it is a file)")
     manifest_path = path / MODEL_FILE
@@ -733,12 +655,12 @@ def load_model_dir(
             # Missing with a set-aside copy beside it: either a save is between its two
             # renames right now (microseconds) or one was interrupted. Wait briefly;
             # still missing after the pauses, the save's process died: roll it back.
-            if path.exists() or not _find_aside_copies(path):
+            if path.exists() or not find_aside_copies(path):
                 raise
             if not last_attempt:
                 time.sleep(_LOAD_RETRY_DELAY)
                 continue
-            _restore_interrupted(path)
+            restore_interrupted(path)
             raw = _read_manifest_bytes(path)
         manifest = _parse_manifest(path, raw, format_name, max_format_version)
         try:
@@ -753,78 +675,3 @@ def load_model_dir(
             if not replaced or last_attempt:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _restore_interrupted(path: Path) -> None:
-    """Roll back a save interrupted between its renames, for a reader (see load_model_dir)."""
-    try:
-        recover_model_dir(path)
-    except OSError as exc:  # e.g. a read-only folder: say where the model is
-        raise _missing_model_error(path) from exc
-    _remove_leftovers(path)  # the dead save's staging folder
-
-
-def _remove_leftovers(path: Path, keep: Path | None = None) -> None:
-    """Remove what interrupted saves to ``path`` left beside it (staging folders and
-    set-aside copies), once ``path`` holds a model. Saves to one path are not run
-    concurrently (see save_model_dir), so these belong to dead processes."""
-    if not (path / MODEL_FILE).is_file():
-        return
-    staging = re.compile(re.escape(f"{TMP_PREFIX}{path.name}-") + r"[0-9a-f]{8}")
-    try:
-        names = os.listdir(path.parent)
-    except OSError:
-        return
-    leftovers = [path.parent / n for n in names if staging.fullmatch(n)]
-    for leftover in [*leftovers, *_find_aside_copies(path)]:
-        if leftover != keep:
-            shutil.rmtree(leftover, ignore_errors=True)
-            logger.warning("removed %s, left by an interrupted save of %s", leftover.name, path)
-
-
-def recover_model_dir(path: str | os.PathLike[str]) -> Path:
-    """Restore the previous model after a save to ``path`` was interrupted.
-
-    Only needed when a process died between the two renames of
-    :func:`save_model_dir`, in which case :func:`load_model_dir` says so. The most recent
-    set-aside copy ``.old-<name>-*`` is renamed back to ``path``.
-
-    Parameters
-    ----------
-    path : str or path-like
-        The model directory that is missing.
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``. If it already exists nothing is changed.
-
-    Raises
-    ------
-    ModelFormatError
-        If ``path`` is missing and there is no copy to restore.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> from vrvm.trips.model_dir import ModelFormatError, recover_model_dir
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     try:
-    ...         recover_model_dir(Path(tmp) / "never-saved")
-    ...     except ModelFormatError as exc:
-    ...         print("nothing to recover")
-    nothing to recover
-    """
-    path = Path(path)
-    if path.exists():
-        return path
-    copies = _find_aside_copies(path)
-    if not copies:
-        raise ModelFormatError(
-            f"model directory {path} does not exist and no interrupted save left a copy beside it"
-        )
-    os.rename(copies[-1], path)
-    fsync_dir(path.parent)
-    logger.warning("restored %s from %s", path, copies[-1])
-    return path
