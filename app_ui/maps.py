@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 
 import pandas as pd
 import pydeck as pdk
@@ -48,7 +49,7 @@ _AREA_STYLE = {
 def _styled(collection: dict, kind: str) -> dict:
     features = []
     for feature in collection["features"]:
-        props = dict(feature.get("properties") or {})
+        props = _escaped(feature.get("properties") or {})
         feature_kind = props.get("kind", "")
         if kind == "lines":
             colour, width = _LINE_STYLE.get(feature_kind, ([110, 110, 110, 180], 2))
@@ -60,6 +61,23 @@ def _styled(collection: dict, kind: str) -> dict:
             props.update(_line=[40, 40, 40, 255], _width=1, _fill=[60, 60, 60, 230])
         features.append({**feature, "properties": props})
     return {"type": "FeatureCollection", "features": features}
+
+
+def _escaped(properties: dict) -> dict:
+    """A boundary feature's properties as the browser gets them: text HTML-escaped.
+
+    They come from an uploaded file and a deck.gl tooltip is HTML: names and other
+    text are escaped here even though no boundary layer has a tooltip today (and
+    Streamlit escapes too). Nested values (lists, objects) and numbers that JSON cannot
+    hold (1e999 reads as infinity) are left out: the map uses none of them.
+    """
+    return {
+        html.escape(str(key)): html.escape(value) if isinstance(value, str) else value
+        for key, value in properties.items()
+        if value is None
+        or isinstance(value, (str, int, bool))
+        or (isinstance(value, float) and math.isfinite(value))
+    }
 
 
 def boundary_layers(boundaries: dict | None) -> list[pdk.Layer]:
@@ -206,6 +224,8 @@ def zone_deck(
     overlays = [layer for layer in boundaries if layer.id != "boundaries-areas"]
     zones, od_zones = _zone_layers(area, data, map_layers.od_zone_data(state))
     markers = map_layers.marker_data(state)
+    # the marker labels name zones, perhaps after an uploaded file: escaped like the zones'
+    markers["label"] = [html.escape(str(label)) for label in markers["label"]]
     layers = [*areas, zones, *overlays, od_zones]
     if len(markers):
         layers.append(

@@ -125,7 +125,7 @@ def _save_upload(upload) -> None:
         st.session_state[SETTINGS_BOUNDARY_SEEN] = (seen, error)
     error = st.session_state[SETTINGS_BOUNDARY_SEEN][1]
     if error:
-        st.error(error)
+        st.error(plain_markdown(error))
 
 
 def map_settings() -> None:

@@ -54,9 +54,10 @@ synthetic_city(5, seed=99).to_csv(sys.argv[2], index=False)
 """
 
 _UPDATES = """
-import sys
+import io, sys
 from vrvm.cli import main
-codes = [main(["update", sys.argv[1], sys.argv[2], "--quiet"]) for _ in range(5)]
+codes = [main(["update", sys.argv[1], sys.argv[2], "--quiet"], stdout=io.StringIO())
+         for _ in range(5)]
 print(sum(c == 0 for c in codes))
 """
 
@@ -89,7 +90,13 @@ heal_home(sys.argv[1])
 def _run(src: Path, args: list[str], **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(src)}
     return subprocess.run(
-        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=600, **kwargs
+        [sys.executable, *args],
+        env=env,
+        cwd=tempfile.gettempdir(),  # not this checkout: -c puts the working folder first
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kwargs,
     )
 
 
@@ -140,6 +147,7 @@ def concurrent_updates(src: Path, home: Path, trips: Path) -> dict:
         subprocess.Popen(
             [sys.executable, "-c", _UPDATES, str(store), str(trips)],
             env=env,
+            cwd=tempfile.gettempdir(),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -172,6 +180,7 @@ def random_kills(src: Path, home: Path, trips: Path, kills: int, seed: int) -> d
         proc = subprocess.Popen(
             [sys.executable, "-m", "vrvm", "update", str(store), str(trips), "--quiet"],
             env=env,
+            cwd=tempfile.gettempdir(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

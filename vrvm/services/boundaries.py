@@ -11,7 +11,7 @@ file into what a map draws: areas, lines and points.
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -31,7 +31,13 @@ from vrvm.trips.home import (
     zone_file_entry,
     zone_file_path,
 )
-from vrvm.trips.zone_files import ZoneFile, ZoneFileError, ZoneFileLimits, feature_name
+from vrvm.trips.zone_files import (
+    ZoneFile,
+    ZoneFileError,
+    ZoneFileLimits,
+    feature_name,
+    read_feature_collection,
+)
 
 __all__ = [
     "boundary_file_name",
@@ -52,7 +58,9 @@ __all__ = [
 MAX_BOUNDARY_BYTES = 50 * 1024 * 1024
 
 
-def boundary_zones(boundaries: Mapping[str, Any] | ZoneFile | None) -> ZoneFile | None:
+def boundary_zones(
+    boundaries: Mapping[str, Any] | ZoneFile | None, *, label: str = "boundary file"
+) -> ZoneFile | None:
     """The polygons of a boundary file as zones; None when it has none.
 
     Point and line features (an airport, roads) are skipped; zones without a distinct
@@ -61,24 +69,52 @@ def boundary_zones(boundaries: Mapping[str, Any] | ZoneFile | None) -> ZoneFile 
     Raises
     ------
     ZoneFileError
-        A polygon that cannot be read (see :meth:`ZoneFile.from_geojson`).
+        A feature that cannot be read (see :meth:`ZoneFile.from_geojson`), named by
+        its position in the file; ``label`` names the file.
     """
     if boundaries is None or isinstance(boundaries, ZoneFile):
         return boundaries
-    features = boundaries.get("features") or []
-    polygons = [
-        f
-        for f in features
-        if isinstance(f, Mapping)
-        and ((f.get("geometry") or {}).get("type") in ("Polygon", "MultiPolygon"))
-    ]
-    if not polygons:
+    features = boundaries.get("features")
+    if not isinstance(features, list) or not any(map(_is_polygon_feature, features)):
         return None
-    return ZoneFile.from_geojson(
-        {"type": "FeatureCollection", "features": polygons},
-        ids_from_order=True,
-        label="boundary file",
-    )
+    document = {**boundaries, "type": "FeatureCollection"}
+    return ZoneFile.from_geojson(document, non_polygons="skip", ids_from_order=True, label=label)
+
+
+def _geometry(feature: Any) -> Mapping[str, Any]:
+    """A feature's geometry object, or an empty one (whatever the feature holds)."""
+    geometry = feature.get("geometry") if isinstance(feature, Mapping) else None
+    return geometry if isinstance(geometry, Mapping) else {}
+
+
+def _is_polygon_feature(feature: Any) -> bool:
+    return _geometry(feature).get("type") in ("Polygon", "MultiPolygon")
+
+
+def _properties(feature: Mapping[str, Any]) -> Mapping[str, Any]:
+    properties = feature.get("properties")
+    return properties if isinstance(properties, Mapping) else {}
+
+
+def _named_points(features: Any) -> list[tuple[str, float, float]]:
+    """``(name, lat, lon)`` of the named Point features with a position on the globe."""
+    points = []
+    for feature in features if isinstance(features, list) else []:
+        geometry = _geometry(feature)
+        position = geometry.get("coordinates")
+        if geometry.get("type") != "Point" or not isinstance(position, list):
+            continue
+        if len(position) < 2 or not all(_is_number(v) for v in position[:2]):
+            continue
+        lon, lat = float(position[0]), float(position[1])
+        name = feature_name(_properties(feature))
+        if name and abs(lon) <= 180 and abs(lat) <= 90:
+            points.append((name, lat, lon))
+    return points
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def place_names(
@@ -118,60 +154,69 @@ def place_names(
         where = zones.zone_index(lat, lon, ignore=(zone_names == "") | (share > broad_share))
         names[where >= 0] = zone_names[where[where >= 0]]
     in_polygon = names != ""
-    features = [] if isinstance(boundaries, ZoneFile) else boundaries.get("features") or []
-    for feature in features:
-        geometry = (feature or {}).get("geometry") or {}
-        name = feature_name(feature.get("properties"))
-        if name and geometry.get("type") == "Point":
-            p_lon, p_lat = geometry["coordinates"][:2]
-            near = (haversine_km(lat, lon, p_lat, p_lon) <= point_radius_km) & ~in_polygon
-            names[near] = name
+    features = [] if isinstance(boundaries, ZoneFile) else boundaries.get("features")
+    for name, p_lat, p_lon in _named_points(features):
+        near = (haversine_km(lat, lon, p_lat, p_lon) <= point_radius_km) & ~in_polygon
+        names[near] = name
     return names.tolist()
 
 
-def parse_geojson(data: bytes, *, max_bytes: int = MAX_BOUNDARY_BYTES) -> dict:
+def parse_geojson(
+    data: bytes, *, max_bytes: int = MAX_BOUNDARY_BYTES, label: str = "boundary file"
+) -> dict:
     """Validate an uploaded boundary file: JSON text holding a GeoJSON FeatureCollection.
 
     A single Feature is wrapped in a collection; NaN and Infinity are refused. The
-    polygons are checked when the file is kept (:func:`save_boundaries`).
+    checks of :meth:`ZoneFile.read` up to the features' geometries: size, nesting depth
+    and parsing cost (on the bytes, before parsing), JSON, the collection, its CRS and
+    number of features, and each feature's structure (an object of type Feature, with
+    an object of properties and a geometry of a GeoJSON type). The coordinates are
+    checked when the file is kept (:func:`save_boundaries`).
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content.
+    max_bytes : int
+        Largest file read.
+    label : str
+        The file's name in messages.
 
     Raises
     ------
-    ValueError
-        With a message for the user if it is too big, not JSON or not GeoJSON.
+    ZoneFileError
+        A ValueError with a message for the user naming the file, the feature when
+        one is to blame, and the problem: the first one :func:`save_boundaries` would
+        find too.
     """
-    if len(data) > max_bytes:
-        raise ValueError(f"the boundary file is larger than {max_bytes // 2**20} MB")
-    try:
-        document = json.loads(data.decode("utf-8-sig"), parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ValueError(f"the boundary file is not JSON text ({exc})") from None
-    if isinstance(document, dict) and document.get("type") == "Feature":
-        document = {"type": "FeatureCollection", "features": [document]}
-    if not isinstance(document, dict) or document.get("type") != "FeatureCollection":
-        raise ValueError("the boundary file is not a GeoJSON FeatureCollection")
-    features = document.get("features")
-    if not isinstance(features, list) or not features:
-        raise ValueError("the GeoJSON FeatureCollection has no features")
-    return document
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
+    limits = ZoneFileLimits(max_bytes=max_bytes)
+    return read_feature_collection(data, limits=limits, label=label, non_polygons="skip")
 
 
 def boundary_layers(boundaries: Mapping[str, Any] | None) -> dict[str, dict]:
-    """Split boundary GeoJSON into ``areas`` (polygons), ``lines`` and ``points`` collections."""
+    """Split boundary GeoJSON into ``areas`` (polygons), ``lines`` and ``points`` collections.
+
+    Anything but a feature with a geometry of one of these types is left out, and
+    properties that are not an object are dropped.
+    """
     groups: dict[str, list] = {"areas": [], "lines": [], "points": []}
-    for feature in (boundaries or {}).get("features") or []:
-        kind = ((feature or {}).get("geometry") or {}).get("type", "")
-        if kind in ("Polygon", "MultiPolygon"):
-            groups["areas"].append(feature)
-        elif kind in ("LineString", "MultiLineString"):
-            groups["lines"].append(feature)
-        elif kind in ("Point", "MultiPoint"):
-            groups["points"].append(feature)
+    features = (boundaries or {}).get("features")
+    for feature in features if isinstance(features, list) else []:
+        kind = _geometry(feature).get("type")
+        group = _LAYER_OF.get(kind) if isinstance(kind, str) else None
+        if group is not None:
+            groups[group].append({**feature, "properties": dict(_properties(feature))})
     return {k: {"type": "FeatureCollection", "features": v} for k, v in groups.items() if v}
+
+
+_LAYER_OF = {
+    "Polygon": "areas",
+    "MultiPolygon": "areas",
+    "LineString": "lines",
+    "MultiLineString": "lines",
+    "Point": "points",
+    "MultiPoint": "points",
+}
 
 
 # ------------------------------------------------------------- kept in the data home
@@ -253,12 +298,16 @@ def remove_boundaries(home: str | os.PathLike[str], name: str) -> bool:
 def load_boundaries(home: str | os.PathLike[str], name: str) -> dict:
     """The GeoJSON document of the kept zone file ``name``, for the map and place names.
 
+    Its polygons are read again (:func:`boundary_zones`), so that a kept file that no
+    longer reads (changed on disk, or kept by an older version with looser checks) is
+    refused here, where the sidebar says so, and not when the map names its zones.
+
     Raises
     ------
     KeyError
         No zone file of that name.
-    ValueError
-        The kept file no longer reads.
+    ZoneFileError
+        A ValueError: the kept file no longer reads.
     """
     entry = zone_file_entry(home, name)
     if entry is None:
@@ -267,7 +316,10 @@ def load_boundaries(home: str | os.PathLike[str], name: str) -> dict:
         data = zone_file_path(home, name).read_bytes()
     except OSError as exc:
         raise ZoneFileError(entry.file_name, f"the kept file cannot be read ({exc})") from None
-    return parse_geojson(data, max_bytes=max(len(data), MAX_BOUNDARY_BYTES))
+    max_bytes = max(len(data), MAX_BOUNDARY_BYTES)
+    document = parse_geojson(data, max_bytes=max_bytes, label=entry.file_name)
+    boundary_zones(document, label=entry.file_name)
+    return document
 
 
 def describe_boundaries(entry: ZoneFileEntry) -> str:

@@ -32,15 +32,16 @@ from vrvm.trips._zone_checks import (
     ZoneFileError,
     ZoneFileLimits,
     check_coordinates,
-    check_crs,
     check_size,
+    collection_features,
     display_name,
+    feature_geometry,
     fingerprint_of,
     geometry_digest,
     id_key,
     name_property_of,
     polygons_of,
-    refuse_constant,
+    read_json,
     repaired,
     zone_ids_of,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "ZoneFileError",
     "ZoneFileLimits",
     "feature_name",
+    "read_feature_collection",
     "zone_id_keys",
 ]
 
@@ -83,6 +85,44 @@ def feature_name(properties: Mapping[str, Any] | None) -> str:
         if isinstance(value, str) and value.strip() and not NUMBER_TEXT.fullmatch(value.strip()):
             return display_name(value)
     return ""
+
+
+def read_feature_collection(
+    data: bytes,
+    *,
+    limits: ZoneFileLimits = DEFAULT_LIMITS,
+    label: str = "<GeoJSON>",
+    non_polygons: Literal["error", "skip"] = "error",
+) -> dict:
+    """The GeoJSON FeatureCollection of a zone file's bytes, checked up to the geometries.
+
+    The checks :meth:`ZoneFile.read` makes before it builds any polygon, with the same
+    messages: size, nesting depth and parsing cost (on the bytes), UTF-8 JSON, a
+    FeatureCollection (a lone Feature is wrapped in one) in WGS84 with at most
+    ``limits.max_features`` features, each an object of type Feature with an object of
+    properties and a geometry of a GeoJSON type (see ``non_polygons`` in
+    :meth:`ZoneFile.from_geojson`). Coordinates are not looked at.
+
+    Raises
+    ------
+    ZoneFileError
+        Naming the file, the feature when one is to blame, and the problem.
+
+    Examples
+    --------
+    >>> doc = read_feature_collection(b'{"type": "Feature", "properties": null,'
+    ...     b' "geometry": {"type": "Point", "coordinates": [1, 2]}}', non_polygons="skip")
+    >>> doc["type"], len(doc["features"])
+    ('FeatureCollection', 1)
+    >>> read_feature_collection(b'{"type": "FeatureCollection", "features": [7]}')
+    Traceback (most recent call last):
+    ...
+    vrvm.trips._zone_checks.ZoneFileError: <GeoJSON>: features[0]: not a GeoJSON Feature object
+    """
+    document, features = collection_features(label, read_json(label, data, limits), limits)
+    for i, feature in enumerate(features):
+        feature_geometry(label, i, feature, non_polygons)
+    return dict(document)
 
 
 def zone_id_keys(values: Sequence[Any] | np.ndarray | pd.Series) -> np.ndarray:
@@ -246,8 +286,10 @@ class ZoneFile:
         Raises
         ------
         ZoneFileError
-            Too large, not JSON (NaN and Infinity are refused too), nested too deeply,
-            or any problem :meth:`from_geojson` finds.
+            Too large, nested too deeply or too costly to parse (``limits.max_depth``,
+            ``limits.max_parse_bytes``: both checked on the bytes before parsing), not
+            UTF-8 JSON (NaN and Infinity are refused too), or any problem
+            :meth:`from_geojson` finds.
         """
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
@@ -260,18 +302,11 @@ class ZoneFile:
             except OSError as exc:
                 raise ZoneFileError(label, f"cannot be read ({exc.strerror})") from None
             check_size(label, size, limits)
-            data = path.read_bytes()
-        check_size(label, len(data), limits)
-        try:
-            document = json.loads(data.decode("utf-8-sig"), parse_constant=refuse_constant)
-        except UnicodeDecodeError:
-            raise ZoneFileError(label, "not JSON text (not UTF-8 encoded)") from None
-        except json.JSONDecodeError as exc:
-            raise ZoneFileError(label, f"not JSON text ({exc})") from None
-        except RecursionError:
-            raise ZoneFileError(label, "not a GeoJSON file: JSON nested too deeply") from None
-        except ValueError as exc:  # NaN / Infinity
-            raise ZoneFileError(label, f"not JSON text ({exc})") from None
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise ZoneFileError(label, f"cannot be read ({exc.strerror})") from None
+        document = read_json(label, data, limits)
         return cls.from_geojson(
             document,
             id_property=id_property,
@@ -322,7 +357,8 @@ class ZoneFile:
             ``shapely.make_valid``, keeping the polygonal parts and saying so in
             :attr:`notes`; False refuses them.
         limits : ZoneFileLimits
-            Bounds on features and vertices.
+            Bounds on features and vertices (the vertices counted before each
+            geometry is built).
         label : str
             The file's name in messages.
 
@@ -333,38 +369,26 @@ class ZoneFile:
             too many features or vertices, another CRS, a feature without geometry, a
             non-polygon geometry, malformed or empty coordinates, coordinates out of
             range or projected, an unrepairable polygon, an id missing on a feature,
-            duplicate ids, an id property found on no feature.
+            duplicate ids, an id property found on no feature, or a document built in
+            Python nested deeper than Python's recursion limit.
         """
-        if isinstance(document, Mapping) and document.get("type") == "Feature":
-            document = {"type": "FeatureCollection", "features": [document]}
-        if not isinstance(document, Mapping) or document.get("type") != "FeatureCollection":
-            found = (
-                f"a GeoJSON {document.get('type')!r} object"
-                if isinstance(document, Mapping)
-                else f"a JSON {type(document).__name__}"
-            )
-            raise ZoneFileError(label, f"not a GeoJSON FeatureCollection (found {found})")
-        check_crs(label, document.get("crs"))
-        features = document.get("features")
-        if not isinstance(features, list) or not features:
-            raise ZoneFileError(label, "the FeatureCollection has no features")
-        if len(features) > limits.max_features:
-            raise ZoneFileError(
-                label, f"{len(features):,} features; at most {limits.max_features:,} are read"
-            )
-        kept, geometries, notes = polygons_of(label, features, non_polygons, limits)
-        if not kept:
-            raise ZoneFileError(label, "no Polygon or MultiPolygon features")
-        check_coordinates(label, geometries, kept)
-        geometry_sha256 = geometry_digest(geometries)  # before repair
-        geometries = repaired(label, geometries, kept, repair, notes)
-        properties = [features[i].get("properties") or {} for i in kept]
-        id_property, ids = zone_ids_of(label, properties, kept, id_property, ids_from_order)
-        name_property = name_property_of(label, properties, name_property)
-        names = [
-            display_name(p[name_property]) if p.get(name_property) is not None else ""
-            for p in properties
-        ]
+        try:
+            document, features = collection_features(label, document, limits)
+            kept, geometries, notes = polygons_of(label, features, non_polygons, limits)
+            if not kept:
+                raise ZoneFileError(label, "no Polygon or MultiPolygon features")
+            check_coordinates(label, geometries, kept)
+            geometry_sha256 = geometry_digest(geometries)  # before repair
+            geometries = repaired(label, geometries, kept, repair, notes)
+            properties = [features[i].get("properties") or {} for i in kept]
+            id_property, ids = zone_ids_of(label, properties, kept, id_property, ids_from_order)
+            name_property = name_property_of(label, properties, name_property)
+            names = [
+                display_name(p[name_property]) if p.get(name_property) is not None else ""
+                for p in properties
+            ]
+        except RecursionError:  # a document built in Python, which no byte scan has seen
+            raise ZoneFileError(label, "not a GeoJSON file: nested too deeply") from None
         ids = zone_id_keys(ids)
         return cls(
             geometries,
@@ -426,9 +450,15 @@ class ZoneFile:
         lat = np.asarray(lat, dtype=float).ravel()
         lon = np.asarray(lon, dtype=float).ravel()
         finite = np.flatnonzero(np.isfinite(lat) & np.isfinite(lon))
-        points = shapely.points(lon[finite], lat[finite])
-        point_index, zone_index = self._tree.query(points, predicate="covered_by")
-        return finite[point_index], zone_index
+        x, y = lon[finite], lat[finite]
+        # candidates by bounding box, then each candidate zone's prepared polygon (its
+        # own index of edges) tested at the point: a query with predicate="covered_by"
+        # would prepare the points instead and walk every vertex of the polygon for
+        # each point (40 s for 2,500 points in a polygon of a million vertices)
+        point_index, zone_index = self._tree.query(shapely.points(x, y))
+        # a point intersects a polygon when the polygon covers it (edges included)
+        inside = shapely.intersects_xy(self.geometries[zone_index], x[point_index], y[point_index])
+        return finite[point_index[inside]], zone_index[inside]
 
     def zone_index(self, lat, lon, *, ignore: np.ndarray | None = None) -> np.ndarray:
         """Position of the zone holding each point, -1 for a point in no zone.
