@@ -24,6 +24,7 @@ from vrvm.engine._validation import (
     one_of,
     real,
 )
+from vrvm.engine._watchdog import watched_parallel
 from vrvm.engine.distributions import Normal, StudentT
 from vrvm.engine.kernels import (
     BasisSpec,
@@ -475,8 +476,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             rows = np.sort(rng.choice(n, size=self.selection_size, replace=False))
         Xs, ys = X[rows], y[rows]
         ls = None if linear is None else linear[rows]
-        # the grid follows the spacing of the final model's centres; the candidate
-        # models are scored with at most selection_max_basis of them (cheaper)
+        # grid: the final model's centre spacing; scored on <= selection_max_basis of them
         centres = Xs[choose_centres(Xs, self.max_basis, rng)]
         candidates = width_grid(centres, self.n_widths, rng)
         plan = self._selection_plan(Xs, rng)
@@ -484,9 +484,9 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         if self.n_jobs in (None, 1):
             outcomes = [self._score_widths(*task) for task in tasks]
         else:
-            from joblib import Parallel, delayed
+            from joblib import delayed
 
-            outcomes = Parallel(n_jobs=self.n_jobs, backend="loky")(
+            outcomes = watched_parallel(self.n_jobs)(  # workers die with this process
                 delayed(self._score_widths)(*task) for task in tasks
             )
         scores, fits = {}, {}

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from vrvm.engine._watchdog import watched_parallel
 from vrvm.engine.regressor import VRVMRegressor
 
 __all__ = ["Seeds", "dask_client", "fit_members"]
@@ -98,10 +99,16 @@ def fit_members(tasks, progress, started: float, client, n_jobs) -> list[VRVMReg
 
 
 def _run_loky(tasks, on_done, n_jobs) -> None:
-    from joblib import Parallel, delayed
+    """Fit the members in ``n_jobs`` loky processes, calling ``on_done`` as each completes.
+
+    Every worker runs a parent-death watchdog (:mod:`vrvm.engine._watchdog`): killing
+    the trainer (the dashboard, the CLI) mid-fit or while its reusable workers idle
+    leaves no process behind.
+    """
+    from joblib import delayed
 
     n_jobs = n_jobs if n_jobs is not None else 1
-    parallel = Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered")
+    parallel = watched_parallel(n_jobs, return_as="generator_unordered")
     for index, member in parallel(delayed(_fit_member)(*task) for task in tasks):
         on_done(index, member)
 

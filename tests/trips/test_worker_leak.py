@@ -1,0 +1,295 @@
+"""Training never leaves worker processes behind when its parent dies (issue 12, "Workers").
+
+Real parent processes train with loky workers and are killed; then no process that
+inherited the parent's environment may survive. Processes are found by a random token
+in their environment rather than by walking the parent's children: orphans are
+re-parented (to init or a subreaper), which is exactly when a walk would miss them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"),
+    reason="parent-death tests need Linux process semantics (prctl, /proc via psutil)",
+)
+psutil = pytest.importorskip("psutil", reason="psutil (installed with vrvm[dask]) lists processes")
+
+REPO = Path(__file__).resolve().parents[2]
+TOKEN_ENV = "VRVM_LEAK_TOKEN"
+N_JOBS = 2
+START_TIMEOUT_S = 90.0  # imports and data before the first worker, on a loaded machine
+GONE_TIMEOUT_S = 10.0  # the watchdog polls every 0.5 s; the rest is slack for a busy box
+POLL_S = 0.05
+
+# Busy for about 20 s on two cores. Fixed widths: the kills land while members are fit
+# (with "auto", the first seconds are the width selection, tested on its own below).
+LIBRARY_PARENT = """
+import vrvm
+from vrvm.trips.synthetic import synthetic_city
+model = vrvm.TravelTimeModel(
+    n_members=4, n_jobs={n_jobs}, random_state=0, kernel_widths={widths}
+)
+model.fit(synthetic_city({n_trips}, seed=0))
+print("fitted", flush=True)
+"""
+FIXED_WIDTHS = "[1.0, 2.0]"
+
+# Trains in a thread that then ends, as the dashboard trains in a Streamlit script
+# thread, and stays up like the server with the reusable workers idle.
+THREAD_PARENT = """
+import threading, time
+import vrvm
+from vrvm.trips.synthetic import synthetic_city
+
+def fit():
+    vrvm.TravelTimeModel(
+        n_members=2, n_jobs={n_jobs}, random_state=0, kernel_widths={widths}
+    ).fit(synthetic_city(2000, seed=0))
+
+for _ in range(2):
+    thread = threading.Thread(target=fit)
+    thread.start()
+    thread.join()
+    print("fitted", flush=True)
+time.sleep(600)
+"""
+
+
+def _tagged(token: str) -> list:
+    """Live (non-zombie) processes whose environment holds ``token``."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get(TOKEN_ENV) == token:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def _is_worker(proc) -> bool:
+    try:
+        return "loky.backend.popen_loky_posix" in " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _describe(procs) -> list[str]:
+    out = []
+    for proc in procs:
+        try:
+            out.append(f"{proc.pid} (ppid {proc.ppid()}): {' '.join(proc.cmdline())[:120]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return out
+
+
+class Parent:
+    """A parent process with a token in its environment; ends what it leaves on exit."""
+
+    def __init__(self, argv: list[str], tmp_path: Path):
+        self.token = uuid.uuid4().hex
+        env = {**os.environ, TOKEN_ENV: self.token, "VRVM_HOME": str(tmp_path / "home")}
+        # output to a file, not a pipe: a surviving orphan would hold a pipe open
+        self.log = tmp_path / "parent.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def descendants(self) -> list:
+        return [p for p in _tagged(self.token) if p.pid != self.proc.pid]
+
+    def wait_for_workers(self, n: int = N_JOBS) -> list:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"parent exited ({self.proc.returncode}):\n{self.log.read_text()}")
+            workers = [p for p in self.descendants() if _is_worker(p)]
+            if len(workers) >= n:
+                return workers
+            time.sleep(POLL_S)
+        pytest.fail(f"no {n} loky workers within {START_TIMEOUT_S:g} s")
+
+    def wait_for_output(self, text: str, count: int = 1) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.log.read_text().count(text) >= count:
+                return
+            if self.proc.poll() is not None:
+                pytest.fail(f"parent exited ({self.proc.returncode}):\n{self.log.read_text()}")
+            time.sleep(POLL_S)
+        pytest.fail(f"parent did not print {text!r} {count} times in {START_TIMEOUT_S:g} s")
+
+    def kill_and_wait_until_alone(self, signum: int = signal.SIGKILL) -> float:
+        """Signal the parent; the seconds until none of its processes is left."""
+        assert self.descendants(), "nothing to leave behind: the test would prove nothing"
+        os.kill(self.proc.pid, signum)
+        self.proc.wait(timeout=30)
+        killed = time.monotonic()
+        left = self.descendants()
+        while left and time.monotonic() - killed < GONE_TIMEOUT_S:
+            time.sleep(POLL_S)
+            left = self.descendants()
+        assert not left, (
+            f"{len(left)} processes outlived their parent by {GONE_TIMEOUT_S:g} s:\n"
+            + "\n".join(_describe(left))
+        )
+        return time.monotonic() - killed
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        # a failed test must not leak either: end what is left by pid, workers first,
+        # so that the resource trackers still see their pipe close and clean up
+        for workers_first in (True, False):
+            for proc in self.descendants():
+                if _is_worker(proc) == workers_first:
+                    try:
+                        proc.kill()
+                    except psutil.NoSuchProcess:
+                        pass
+            psutil.wait_procs(self.descendants(), timeout=5)
+
+
+@pytest.fixture
+def parent(tmp_path):
+    started = []
+
+    def start(argv: list[str]) -> Parent:
+        started.append(Parent(argv, tmp_path))
+        return started[-1]
+
+    yield start
+    for p in started:
+        p.close()
+
+
+def _python(code: str, widths: str = FIXED_WIDTHS, n_trips: int = 20000) -> list[str]:
+    code = textwrap.dedent(code).format(n_jobs=N_JOBS, widths=widths, n_trips=n_trips)
+    return [sys.executable, "-c", code]
+
+
+# ---------------------------------------------------------------------- the watchdog itself
+
+
+def test_watch_parent_exits_at_once_when_the_parent_is_already_gone():
+    # pid 1 is never our parent: as if the parent died before the initializer ran
+    code = "from vrvm.engine._watchdog import watch_parent\nwatch_parent(1, False)\nprint('alive')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 1, done.stderr
+    assert "alive" not in done.stdout
+
+
+@pytest.mark.parametrize("pdeathsig", [True, False], ids=["prctl", "polling-thread"])
+def test_watched_child_dies_with_its_parent(parent, pdeathsig):
+    # The parent starts a watched child from its main thread and waits; only the
+    # child's watchdog can end it (prctl alone, or the polling thread alone).
+    if pdeathsig:
+        child = (
+            "import signal, time\n"
+            "from vrvm.engine._watchdog import _set_parent_death_signal\n"
+            "assert _set_parent_death_signal(signal.SIGKILL)\n"
+            "print('watching', flush=True)\n"
+            "time.sleep(600)\n"
+        )
+    else:
+        child = (
+            "import os, time\n"
+            "from vrvm.engine._watchdog import watch_parent\n"
+            "watch_parent(os.getppid(), False)\n"
+            "print('watching', flush=True)\n"
+            "time.sleep(600)\n"
+        )
+    p = parent(
+        _python(
+            f"""
+            import subprocess, sys, time
+            subprocess.Popen([sys.executable, "-c", {child!r}])
+            time.sleep(600)
+            """
+        )
+    )
+    p.wait_for_output("watching")
+    p.kill_and_wait_until_alone()
+
+
+# ---------------------------------------------------------------------- real training
+
+
+@pytest.mark.parametrize("delay_s", [0.5, 1.5, 3.0])
+def test_sigkill_mid_training_leaves_no_process(parent, delay_s):
+    # at 0.5 s the workers are still importing (the initializer may not have run yet),
+    # later they are fitting members
+    p = parent(_python(LIBRARY_PARENT))
+    p.wait_for_workers()
+    time.sleep(delay_s)
+    p.kill_and_wait_until_alone(signal.SIGKILL)
+
+
+def test_sigterm_mid_training_leaves_no_process(parent):
+    p = parent(_python(LIBRARY_PARENT))
+    p.wait_for_workers()
+    time.sleep(1.5)
+    p.kill_and_wait_until_alone(signal.SIGTERM)
+
+
+def test_cli_killed_mid_training_leaves_no_process(parent, tmp_path):
+    # `vrvm demo` selects its widths ("auto"): kill once the first member is reported,
+    # with three still being fitted
+    argv = [sys.executable, "-m", "vrvm", "demo", "--out", str(tmp_path / "model")]
+    argv += ["--trips", "20000", "--members", "4", "--n-jobs", str(N_JOBS)]
+    p = parent(argv)
+    p.wait_for_output("members: 1/4 done")
+    p.kill_and_wait_until_alone(signal.SIGKILL)
+
+
+def test_idle_workers_of_a_thread_are_reused_and_die_with_the_parent(parent):
+    # The dashboard's case: no prctl (the training thread ends after each fit), so the
+    # reusable workers must survive the thread, be reused by the next fit, and still
+    # go when the process is killed.
+    p = parent(_python(THREAD_PARENT))
+    p.wait_for_output("fitted", 1)
+    first = {w.pid for w in p.descendants() if _is_worker(w)}
+    p.wait_for_output("fitted", 2)
+    second = {w.pid for w in p.descendants() if _is_worker(w)}
+    assert len(first) == N_JOBS
+    assert second == first, "the workers did not outlive the thread that started them"
+    p.kill_and_wait_until_alone(signal.SIGKILL)
+
+
+def test_sigkill_during_width_selection_leaves_no_process(parent):
+    # the first workers of an "auto" fit score candidate widths for several seconds
+    p = parent(_python(LIBRARY_PARENT, widths="'auto'"))
+    p.wait_for_workers()
+    time.sleep(1.0)
+    p.kill_and_wait_until_alone(signal.SIGKILL)
+
+
+def test_width_selection_and_members_share_the_workers(parent):
+    # One set of workers per fit: joblib reuses its executor only when both Parallel
+    # calls pass the same initializer; otherwise every fit spawns its workers twice.
+    p = parent(_python(LIBRARY_PARENT, widths="'auto'", n_trips=4000))
+    seen: set[int] = set()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while "fitted" not in p.log.read_text() and time.monotonic() < deadline:
+        if p.proc.poll() is not None:
+            pytest.fail(f"parent exited ({p.proc.returncode}):\n{p.log.read_text()}")
+        seen |= {w.pid for w in p.descendants() if _is_worker(w)}
+        time.sleep(POLL_S)
+    assert "fitted" in p.log.read_text(), f"no fit within {START_TIMEOUT_S:g} s"
+    assert len(seen) == N_JOBS, f"{len(seen)} workers started for one fit"
