@@ -347,7 +347,8 @@ def store_versions_table(store: ModelStore) -> pd.DataFrame:
     columns = ["version", "active", "state", "model", "created (UTC)", "kind", "parent"]
     columns += ["lineage", "trips", "members", crps, mae, coverage, "synthetic", "data"]
     frame = pd.DataFrame(rows, columns=columns)
-    frame["parent"] = frame["parent"].astype("Int64")
+    for column in ("parent", "trips", "members"):  # whole numbers, blank when unknown
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("Int64")
     for column in (crps, mae, coverage):
         frame[column] = frame[column].astype(float).round(3)
     return frame.sort_values("version", ascending=False).reset_index(drop=True)
