@@ -114,3 +114,19 @@ def test_a_real_bike_share_upload_needs_no_column_map(shared_data):
     assert outcome.ok and not outcome.needs_mapping
     assert outcome.trips.attrs["tz"] == "America/Los_Angeles"
     assert outcome.report.tz_inferred and len(outcome.trips) > 14_500
+
+
+def test_an_upload_beyond_the_rows_limit_says_which_limit_and_how_to_raise_it(monkeypatch):
+    monkeypatch.setenv(uploads.MAX_UPLOAD_ROWS_ENV, "2000")
+    data = gzip.compress(_csv_bytes(synthetic_city(6000, seed=3)))
+    outcome = read_upload("big trips.csv.gz", data)
+    assert not outcome.ok and outcome.trips is None and not outcome.needs_mapping
+    assert outcome.error == (
+        "big trips.csv.gz has more than 2,000 data rows, the limit for an upload; it was "
+        "not read further. Split the file, or raise the limit with the environment "
+        "variable VRVM_MAX_UPLOAD_ROWS (now 2,000) and restart the dashboard"
+    )
+    # A live preview of the first rows is within the limit; so is a smaller file.
+    preview = read_upload("big trips.csv.gz", data, max_rows=uploads.PREVIEW_READ_ROWS)
+    assert preview.ok and preview.report.n_input == uploads.PREVIEW_READ_ROWS
+    assert read_upload("small.csv", _csv_bytes(synthetic_city(2000, seed=3))).ok

@@ -60,16 +60,11 @@ from vrvm.cli._output import (
     print_report,
     write_table,
 )
-from vrvm.cli._reading import cmd_inspect, reading_options, reading_parser
+from vrvm.cli._reading import cmd_inspect, predict_in_batches, reading_options, reading_parser
 from vrvm.services.area_check import check_same_area
 from vrvm.services.demo import demo_predictions
 from vrvm.services.models import default_model_name, model_name, store_versions_table
-from vrvm.services.predictions import (
-    PREDICTION_COLUMNS,
-    SCORE_COLUMNS,
-    prediction_table,
-    read_queries,
-)
+from vrvm.services.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
 from vrvm.trips.durable import StorageError, StoreBusyError, storage_error
 from vrvm.trips.home import MODELS_DIR, load_training_trips
 from vrvm.trips.model import TravelTimeModel
@@ -290,10 +285,9 @@ def _cmd_versions(args, stdout: IO[str], stderr: IO[str]) -> int:
     if args.json:
         stdout.write(table.to_json(orient="records", indent=2) + "\n")
         return 0
-    shown = table.drop(columns=["active", "synthetic"]).rename(
-        columns=lambda c: c.replace(" ", "_")
-    )
-    stdout.write(shown.to_string(index=False, na_rep="") + "\n" if len(shown) else "no versions\n")
+    shown = table.drop(columns=["active", "synthetic"]).astype(object)
+    shown = shown.where(shown.notna(), "")  # no parent, no score: blank, not <NA>
+    stdout.write(shown.to_string(index=False) + "\n" if len(shown) else "no versions\n")
     pruned = len(store.pruned())
     if pruned:
         stderr.write(
@@ -306,17 +300,18 @@ def _cmd_versions(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
     model = TravelTimeModel.load(args.model)
-    queries, report = read_queries(args.queries, model, **reading_options(args))
+    # Read, predicted and written in batches: memory does not grow with the file.
+    n_predicted, report = predict_in_batches(
+        model, args.queries, reading_options(args), args.out, stdout
+    )
     if report.dropped:
         stderr.write(
             f"vrvm: warning: {report.dropped:,} of {report.n_input:,} query rows could not "
             "be used; their predictions are empty:\n"
         )
         stderr.write("\n".join(report.summary().splitlines()[1:]) + "\n")
-    out = prediction_table(model, queries, report)
-    write_table(out, args.out, stdout)
     if args.out != "-":
-        stderr.write(f"wrote {len(queries):,} predictions to {args.out}\n")
+        stderr.write(f"wrote {n_predicted:,} predictions to {args.out}\n")
     return 0
 
 

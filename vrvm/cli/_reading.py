@@ -1,30 +1,67 @@
-"""How the command line reads trip files: the shared options and ``vrvm inspect``.
+"""How the command line reads trip files: the shared options, ``vrvm inspect`` and the
+queries of ``vrvm predict``.
 
 Every command that reads trips (``train``, ``update``, ``evaluate``, ``predict``,
 ``inspect``) takes the same options, with the roles and formats of
 :func:`vrvm.read_trips`: ``--map ROLE=COLUMN`` (repeatable), ``--date-format``,
 ``--clock-format``, ``--weekday-format``, ``--tz``, ``--schema`` and
 ``--zones FILE.geojson[:ID_PROPERTY]``.
+
+``vrvm inspect`` reads the header and the first :data:`INSPECT_ROWS` rows, never the
+whole file; ``vrvm predict`` reads, predicts and writes its queries in batches
+(:func:`predict_in_batches`), so its memory does not grow with the file.
 """
 
 from __future__ import annotations
 
 import argparse
+import bz2
+import gzip
+import lzma
 import os
 import re
-from typing import IO, Any
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from vrvm.cli._args import time_zone
+from vrvm.services.predictions import (
+    PREDICTION_COLUMNS,
+    QUERY_CLEANING,
+    SCORE_COLUMNS,
+    prediction_table,
+)
+from vrvm.trips.cleaning import CleaningReport, combine_reports
+from vrvm.trips.durable import atomic_write
 from vrvm.trips.formats import CLOCK_FORMATS, WEEKDAY_FORMATS, check_date_format
 from vrvm.trips.layouts import ROLE_LABELS, ROLES, SCHEMAS
-from vrvm.trips.reader import read_layout, read_trips
+from vrvm.trips.reader import ReadLimits, iter_trips, read_layout, read_trips
 
-__all__ = ["MIN_TRAINING_TRIPS", "cmd_inspect", "reading_options", "reading_parser"]
+if TYPE_CHECKING:
+    from vrvm.trips.model import TravelTimeModel
+
+__all__ = [
+    "INSPECT_ROWS",
+    "MIN_TRAINING_TRIPS",
+    "PREDICT_BATCH_BYTES",
+    "cmd_inspect",
+    "predict_in_batches",
+    "reading_options",
+    "reading_parser",
+]
 
 MIN_TRAINING_TRIPS = 24
 """Fewest kept trips ``vrvm inspect`` calls trainable: 3 for each of the 8 default members."""
+INSPECT_ROWS = 10_000
+"""Data rows ``vrvm inspect`` reads (after the header): what it shows and judges."""
+PREDICT_BATCH_BYTES = 2 * 2**20
+"""Bytes of query text ``vrvm predict`` reads, predicts and writes at once (2 MiB: some
+30,000 queries; the model's features for them take a few tens of MB)."""
 
 _N_SHOWN = 10
 
@@ -140,12 +177,19 @@ def _zone_origin(report, options: dict[str, Any]) -> str:
 
 
 def cmd_inspect(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
-    """``vrvm inspect FILE``: layout, roles, ten parsed rows, the report; 0 if trainable."""
+    """``vrvm inspect FILE``: layout, roles, ten parsed rows, the report; 0 if trainable.
+
+    Reads the header and the first :data:`INSPECT_ROWS` data rows only: a large file
+    inspects as fast as a small one, and says that the report is of those rows.
+    """
     options = reading_options(args)
     layout, columns = read_layout(
         args.trips, schema=options["schema"], column_map=options["column_map"]
     )
-    trips, report = read_trips(args.trips, row_numbers=True, **options)
+    trips, report = read_trips(args.trips, row_numbers=True, max_rows=INSPECT_ROWS, **options)
+    # A report of INSPECT_ROWS rows may be of the first rows of a longer file.
+    first_rows = report.n_input + report.n_empty_rows >= INSPECT_ROWS
+    within = f" in its first {INSPECT_ROWS:,} rows" if first_rows else ""
     used = {column: role for role, column in layout.mapping.items()}
     width = max(len(str(c)) for c in columns)
     lines = [
@@ -160,7 +204,13 @@ def cmd_inspect(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> i
         lines.append(f"  {column:<{width}}  {meaning}")
     lines.append(f"time zone: {report.tz} ({_zone_origin(report, options)})")
     lines.append("")
-    lines.append("cleaning: " + report.summary())
+    if first_rows:
+        lines.append(
+            f"cleaning (the first {INSPECT_ROWS:,} rows; inspect reads no further): "
+            + report.summary()
+        )
+    else:
+        lines.append("cleaning: " + report.summary())
     lines.append("")
     shown = trips.head(_N_SHOWN)
     if report.dateless:  # the reference week's dates mean nothing: say weekday and clock
@@ -171,13 +221,169 @@ def cmd_inspect(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> i
             lines.append(shown.to_string(index=False))
         lines.append("")
     if report.n_kept >= MIN_TRAINING_TRIPS:
-        lines.append(f"can be trained on: {report.n_kept:,} trips kept")
+        lines.append(f"can be trained on: {report.n_kept:,} trips kept{within}")
         status = 0
     else:
         lines.append(
-            f"cannot be trained on: {report.n_kept:,} trips kept after cleaning, at least "
-            f"{MIN_TRAINING_TRIPS} needed"
+            f"cannot be trained on: {report.n_kept:,} trips kept after cleaning{within}, "
+            f"at least {MIN_TRAINING_TRIPS} needed"
         )
         status = 1
     stdout.write("\n".join(lines) + "\n")
     return status
+
+
+# ------------------------------------------------------------------------- predict
+_SCORED = ("travel_time_s", *SCORE_COLUMNS)
+_COLUMNS = ("row", *PREDICTION_COLUMNS, *_SCORED)
+_CSV_OPENERS: dict[str, Callable[..., IO[str]]] = {
+    ".gz": gzip.open,
+    ".bz2": bz2.open,
+    ".xz": lzma.open,
+}
+
+
+class _Predictions:
+    """The prediction tables of a file of queries, batch by batch, and what they held.
+
+    Iterating reads a batch, predicts it and yields its table (every column, the scores
+    too); ``reports`` and ``scored`` (some query carried a travel time) grow with it.
+    """
+
+    def __init__(self, model: TravelTimeModel, batches: Iterable[tuple[pd.DataFrame, Any]]):
+        self.model = model
+        self.batches = batches
+        self.reports: list[CleaningReport] = []
+        self.scored = False
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        for queries, report in self.batches:
+            self.reports.append(report)
+            truth = queries["travel_time_s"].to_numpy(dtype=np.float64)
+            self.scored = self.scored or bool(np.isfinite(truth).any())
+            yield prediction_table(self.model, queries, report).reindex(columns=list(_COLUMNS))
+
+
+def predict_in_batches(
+    model: TravelTimeModel, path: str, options: dict[str, Any], out: str, stdout: IO[str]
+) -> tuple[int, CleaningReport]:
+    """Predict a file of queries batch by batch, writing each batch as it comes.
+
+    The queries are read as :func:`vrvm.services.predictions.read_queries` reads them
+    (travel times optional, every row's line number, naive times in the model's zone,
+    the reading ``options``), but in batches (:func:`vrvm.trips.reader.iter_trips`, of
+    :data:`PREDICT_BATCH_BYTES`); each batch's predictions
+    (:func:`~vrvm.services.predictions.prediction_table`) are written before the next
+    is read. The output is the one a whole-file prediction writes: CSV (compressed for
+    ``.gz``, ``.bz2``, ``.xz``), Parquet for ``.parquet``/``.pq``, written atomically,
+    or CSV on ``stdout`` for ``out="-"``; the travel time and the scores are columns
+    only when some query carries a travel time (known once all are read: the file is
+    then written again without them).
+
+    Returns
+    -------
+    n_predicted : int
+        Queries predicted (the rows kept by the reader).
+    report : CleaningReport
+        The report of the whole file.
+    """
+    batches = iter_trips(
+        path,
+        **{**options, "tz": options.get("tz") or model.tz_},
+        cleaning=QUERY_CLEANING,
+        require_travel_time=False,
+        row_numbers=True,
+        limits=ReadLimits(batch_bytes=PREDICT_BATCH_BYTES),
+    )
+    tables = _Predictions(model, batches)
+    if out == "-":
+        with tempfile.TemporaryFile("w+", newline="", encoding="utf-8") as spool:
+            _write_csv(spool, tables)
+            spool.seek(0)
+            _copy_csv(spool, stdout, tables.scored)
+    else:
+        suffix = Path(out).suffix.lower()
+
+        def write(tmp: Path) -> None:
+            if suffix in (".parquet", ".pq"):
+                _write_parquet(tmp, tables)
+                return
+            opener = _CSV_OPENERS.get(suffix, open)
+            with opener(tmp, "wt", newline="", encoding="utf-8") as handle:
+                _write_csv(handle, tables)
+            if not tables.scored:
+                _drop_scores_csv(tmp, opener)
+
+        atomic_write(Path(out), write)
+    return sum(r.n_kept for r in tables.reports), combine_reports(tables.reports)
+
+
+def _write_csv(handle: IO[str], tables: Iterable[pd.DataFrame]) -> None:
+    for i, table in enumerate(tables):
+        table.to_csv(handle, index=False, header=i == 0)
+
+
+def _copy_csv(source: IO[str], target: IO[str], scored: bool) -> None:
+    """Copy predictions written as CSV, without the score columns unless ``scored``.
+
+    The table is all numbers (no quotes), so a column is dropped by its commas.
+    """
+    if scored:
+        shutil.copyfileobj(source, target)
+        return
+    for line in source:
+        target.write(line.rstrip("\n").rsplit(",", len(_SCORED))[0] + "\n")
+
+
+def _drop_scores_csv(path: Path, opener: Callable[..., IO[str]]) -> None:
+    """Write ``path`` again without the score columns, streaming, through a file beside it."""
+    part = path.with_name(path.name + ".part")
+    try:
+        with (
+            opener(path, "rt", newline="", encoding="utf-8") as old,
+            opener(part, "wt", newline="", encoding="utf-8") as new,
+        ):
+            _copy_csv(old, new, scored=False)
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _write_parquet(path: Path, tables: _Predictions) -> None:
+    """Write the tables as one Parquet file, row group by row group; without the score
+    columns (the file written again) when no query carried a travel time."""
+    import pyarrow.parquet as pq
+
+    _write_arrow(path, (_arrow(table) for table in tables))
+    if tables.scored:
+        return
+    part = path.with_name(path.name + ".part")
+    keep = list(_COLUMNS[: -len(_SCORED)])
+    try:
+        with pq.ParquetFile(path) as written:
+            batches = written.iter_batches(columns=keep)
+            _write_arrow(part, (_arrow(batch.to_pandas()) for batch in batches))
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _write_arrow(path: Path, tables: Iterable) -> None:
+    import pyarrow.parquet as pq
+
+    writer = None
+    try:
+        for table in tables:
+            writer = writer or pq.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _arrow(table: pd.DataFrame):
+    """A table of predictions as pandas' ``to_parquet`` would store it."""
+    import pyarrow as pa
+
+    table = table.astype({c: np.int64 if c == "row" else np.float64 for c in table.columns})
+    return pa.Table.from_pandas(table, preserve_index=False)

@@ -2,10 +2,13 @@
 
 An upload is untrusted: :func:`check_upload` refuses empty files, files above the
 upload limit and compressed files that expand too much (a zip bomb); :func:`read_upload`
-then reads and cleans it with :func:`vrvm.read_trips` - only ever parsing CSV text or
-Parquet - and never raises: the :class:`UploadOutcome` holds the trips, the cleaning
-report and a preview of the first trips as read, or the message, or, when the columns
-(or a date, clock or weekday format) are not understood, what a form must ask.
+reads and cleans it with :func:`vrvm.read_trips` - only ever parsing CSV text or
+Parquet - under the upload's limits (:func:`upload_limits`: what it may expand to, and
+at most :func:`max_upload_rows` data rows, counted while it is read: a read stops at the
+first row beyond), and never raises: the :class:`UploadOutcome` holds the trips, the
+cleaning report and a preview of the first trips as read, or the message (for a limit,
+which one and how to raise it), or, when the columns (or a date, clock or weekday
+format) are not understood, what a form must ask.
 
 A mapping the user gives can be kept as a named *recipe* in the data home
 (:func:`save_recipe`); the next file with the same header is read with it, without
@@ -14,6 +17,7 @@ the form (:func:`read_upload` with ``home``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,13 +38,16 @@ from vrvm.trips.reader import (
     read_trips,
 )
 from vrvm.trips.recipes import ReadOptions
+from vrvm.trips.settings import env_int
 
 __all__ = [
     "CLOCK_FORMATS",
     "DATE_FORMATS",
+    "DEFAULT_MAX_UPLOAD_ROWS",
     "MAPPING_ROLES",
     "MAX_DECOMPRESSED_MB",
     "MAX_UPLOAD_MB",
+    "MAX_UPLOAD_ROWS_ENV",
     "UPLOAD_TYPES",
     "WEEKDAY_FORMATS",
     "ReadOptions",
@@ -49,10 +56,12 @@ __all__ = [
     "check_upload",
     "example_rows",
     "guess_column_map",
+    "max_upload_rows",
     "preview_rows",
     "read_upload",
     "report_table",
     "save_recipe",
+    "upload_limits",
 ]
 
 PREVIEW_ROWS = 10
@@ -61,6 +70,12 @@ PREVIEW_READ_ROWS = 2000
 
 MAX_UPLOAD_MB = 200
 MAX_DECOMPRESSED_MB = 2000
+MAX_UPLOAD_ROWS_ENV = "VRVM_MAX_UPLOAD_ROWS"
+DEFAULT_MAX_UPLOAD_ROWS = 2_000_000
+"""Data rows an upload may hold unless ``$VRVM_MAX_UPLOAD_ROWS`` says otherwise: far
+more than a model needs (the demo trains on 20,000), and a read that stays small (a
+1.5 GB upload is refused after 2 million rows in 4 s, with 330 MB of memory beyond the
+interpreter's own: ``benchmarks/bench_read_memory.py``)."""
 UPLOAD_TYPES = ("csv", "txt", "tsv", "parquet", "pq", "gz", "bz2", "xz", "zip")
 MAPPING_ROLES: tuple[tuple[str, str], ...] = tuple(ROLE_LABELS.items())
 """``(role, label)`` pairs of the column-mapping form, in the order it asks for them."""
@@ -124,12 +139,41 @@ class UploadOutcome:
         return self.trips is not None and self.error is None
 
 
-def check_upload(name: str, data: bytes, *, max_mb: float = MAX_UPLOAD_MB) -> None:
-    """Refuse uploads that are empty, too large, or expand too much (raises UploadError).
+def max_upload_rows(environ: Mapping[str, str] | None = None) -> int:
+    """Data rows an upload may hold: ``$VRVM_MAX_UPLOAD_ROWS``, else 2,000,000.
 
-    A compressed upload may expand to :data:`MAX_DECOMPRESSED_MB` and at most 100-fold
-    (:class:`vrvm.trips.reader.ReadLimits`); the check stops as soon as either is passed.
+    Read at each upload; a dashboard takes a new value when it is started with it.
+
+    Raises
+    ------
+    ValueError
+        Naming the variable, when it holds no positive integer.
+
+    Examples
+    --------
+    >>> max_upload_rows({}), max_upload_rows({"VRVM_MAX_UPLOAD_ROWS": "5000000"})
+    (2000000, 5000000)
     """
+    environ = os.environ if environ is None else environ
+    return env_int(environ, MAX_UPLOAD_ROWS_ENV, DEFAULT_MAX_UPLOAD_ROWS)
+
+
+def upload_limits(environ: Mapping[str, str] | None = None) -> ReadLimits:
+    """The read limits of an upload: it may expand to :data:`MAX_DECOMPRESSED_MB` (and
+    at most 100-fold) and hold :func:`max_upload_rows` data rows.
+
+    Examples
+    --------
+    >>> upload_limits({"VRVM_MAX_UPLOAD_ROWS": "1000"}).max_data_rows
+    1000
+    """
+    return ReadLimits(
+        max_expanded_bytes=int(MAX_DECOMPRESSED_MB * 2**20),
+        max_data_rows=max_upload_rows(environ),
+    )
+
+
+def _check_size(name: str, data: bytes, max_mb: float) -> None:
     size = len(data)
     if size == 0:
         raise UploadError(f"{name} is empty")
@@ -138,6 +182,16 @@ def check_upload(name: str, data: bytes, *, max_mb: float = MAX_UPLOAD_MB) -> No
             f"{name} is {size / 2**20:.0f} MB, above the {max_mb:g} MB upload limit; split it "
             "into several files"
         )
+
+
+def check_upload(name: str, data: bytes, *, max_mb: float = MAX_UPLOAD_MB) -> None:
+    """Refuse uploads that are empty, too large, or expand too much (raises UploadError).
+
+    A compressed upload may expand to :data:`MAX_DECOMPRESSED_MB` and at most 100-fold
+    (:class:`vrvm.trips.reader.ReadLimits`); the check stops as soon as either is passed.
+    :func:`read_upload` applies the same limits, and the rows limit, while it reads.
+    """
+    _check_size(name, data, max_mb)
     # The reader's expansion guard (also a ratio cap), with the stricter upload size.
     limits = ReadLimits(max_expanded_bytes=int(MAX_DECOMPRESSED_MB * 2**20))
     try:
@@ -146,10 +200,24 @@ def check_upload(name: str, data: bytes, *, max_mb: float = MAX_UPLOAD_MB) -> No
         raise UploadError(str(exc)) from None
 
 
-def _recipe_for(name: str, data: bytes, home: Path) -> tuple[str, ReadOptions] | None:
+def _limit_message(name: str, exc: TripFileError, limits: ReadLimits) -> str:
+    """What a user reads when an upload passes a limit: which, and how to raise it."""
+    if exc.limit == "max_data_rows":
+        return (
+            f"{name} has more than {limits.max_data_rows:,} data rows, the limit for an "
+            f"upload; it was not read further. Split the file, or raise the limit with the "
+            f"environment variable {MAX_UPLOAD_ROWS_ENV} (now {limits.max_data_rows:,}) "
+            "and restart the dashboard"
+        )
+    return str(exc)
+
+
+def _recipe_for(
+    name: str, data: bytes, home: Path, limits: ReadLimits
+) -> tuple[str, ReadOptions] | None:
     """The recipe saved in ``home`` for this file's header, if any."""
     try:
-        read_layout(data, source=name)
+        read_layout(data, source=name, limits=limits)
         return None  # a known layout: no recipe needed
     except UnknownLayoutError as exc:
         recipe = recipe_book(home).find(exc.columns)
@@ -177,14 +245,20 @@ def read_upload(
     problem yields ``error``. Zone files named by the options are those kept in
     ``home``. With ``max_rows`` only the first rows are read (a live preview of a
     mapping, :data:`PREVIEW_READ_ROWS`).
+
+    The file is read under :func:`upload_limits`, checked while it is read: a file that
+    expands beyond :data:`MAX_DECOMPRESSED_MB` or holds more than
+    :func:`max_upload_rows` data rows stops the read at once, and ``error`` says which
+    limit, and how to raise the rows limit (``$VRVM_MAX_UPLOAD_ROWS``).
     """
     outcome = UploadOutcome(name=name)
     if options is None and column_map:
         options = ReadOptions(column_map=dict(column_map))
     try:
-        check_upload(name, data, max_mb=max_mb)
+        limits = upload_limits()
+        _check_size(name, data, max_mb)
         if options is None and home is not None:
-            found = _recipe_for(name, data, home)
+            found = _recipe_for(name, data, home, limits)
             if found is not None:
                 outcome.recipe, options = found
         options = options or ReadOptions()
@@ -195,7 +269,12 @@ def read_upload(
                 raise UploadError(f"{name}: the zone file {options.zones!r} needs a data home")
             zones = load_zone_file(home, options.zones)
         trips, report = read_trips(
-            data, source=name, zones=zones, max_rows=max_rows, **options.read_kwargs()
+            data,
+            source=name,
+            zones=zones,
+            max_rows=max_rows,
+            limits=limits,
+            **options.read_kwargs(),
         )
     except UnknownLayoutError as exc:
         outcome.error, outcome.needs_mapping, outcome.columns = str(exc), True, exc.columns
@@ -208,7 +287,10 @@ def read_upload(
         outcome.error, outcome.needs_mapping, outcome.format_question = str(exc), True, exc
         outcome.columns = _columns(name, data)
         return outcome
-    except (UploadError, TripFileError, ValueError) as exc:
+    except TripFileError as exc:
+        outcome.error = _limit_message(name, exc, limits)
+        return outcome
+    except (UploadError, ValueError) as exc:
         outcome.error = str(exc)
         return outcome
     except Exception as exc:  # any parser failure is the file's fault

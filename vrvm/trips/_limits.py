@@ -15,8 +15,14 @@ limit:
   out per compressed byte read so far, stops the read. The parser reads through it, so
   the limits hold for every read (files on disk, bytes, the CLI and uploads) without a
   second pass over the data.
+- :func:`check_rows` stops a read that holds more than :attr:`ReadLimits.max_data_rows`
+  data rows (off by default; uploads set it): the reader parses CSV text in batches of
+  :attr:`ReadLimits.batch_bytes` and counts the rows as it goes, never parsing more
+  than one row beyond the limit.
 
-Both raise :class:`LimitExceeded`, which the reader turns into its ``TripFileError``.
+All raise :class:`LimitExceeded` (its ``limit`` names the field of
+:class:`ReadLimits` that was passed), which the reader turns into its
+``TripFileError``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import io
 import re
 from dataclasses import dataclass
 
-__all__ = ["GuardedStream", "LimitExceeded", "ReadLimits", "check_header"]
+__all__ = ["GuardedStream", "LimitExceeded", "ReadLimits", "check_header", "check_rows"]
 
 MAX_COLUMNS = 1_000
 """Fields a header may have (trip exports have a few dozen; Chicago's has 23)."""
@@ -41,6 +47,9 @@ RATIO_AFTER_BYTES = 100 * 2**20
 very well without harm."""
 CHUNK_BYTES = 2**20
 """Bytes decompressed per step of a check (1 MiB)."""
+BATCH_BYTES = 8 * 2**20
+"""Bytes of CSV text parsed at once (8 MiB): what one batch of rows costs in memory is
+a small multiple of this, whatever the size of the file."""
 
 _MIB = 2**20
 
@@ -50,7 +59,16 @@ class LimitExceeded(Exception):
 
     Deliberately not a ``ValueError`` or ``OSError``: raised from inside the parser's
     reads, it must pass through the handlers that reword parse errors.
+
+    Attributes
+    ----------
+    limit : str or None
+        The field of :class:`ReadLimits` that was passed (``"max_data_rows"``...).
     """
+
+    def __init__(self, message: str, *, limit: str | None = None):
+        super().__init__(message)
+        self.limit = limit
 
 
 @dataclass(frozen=True)
@@ -62,7 +80,8 @@ class ReadLimits:
     max_columns : int, default=1000
         Fields the header may have.
     header_bytes : int, default=1 MiB
-        Bytes of (decompressed) text in which the header must end.
+        Bytes of (decompressed) text in which the header must end; a later row longer
+        than this (an unclosed quote, a file that is not CSV) is refused too.
     max_expanded_bytes : int, default=20 GiB
         Bytes a compressed file may expand to.
     max_ratio : float, default=100
@@ -70,6 +89,22 @@ class ReadLimits:
         ``ratio_after_bytes``.
     ratio_after_bytes : int, default=100 MiB
         Decompressed bytes before the ratio is judged.
+    max_data_rows : int or None, default=None
+        Data rows (lines after the header, blank ones included) a read may hold;
+        ``None``: no limit. Counted while the text is parsed: a read stops at the
+        first row beyond the limit.
+    batch_bytes : int, default=8 MiB
+        Bytes of CSV text parsed at once; the memory a read needs beyond the rows
+        it keeps is a small multiple of this.
+
+    Examples
+    --------
+    >>> ReadLimits(max_data_rows=1000).max_data_rows
+    1000
+    >>> ReadLimits(max_data_rows=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_data_rows must be a positive integer or None, got 0
     """
 
     max_columns: int = MAX_COLUMNS
@@ -77,14 +112,55 @@ class ReadLimits:
     max_expanded_bytes: int = MAX_EXPANDED_BYTES
     max_ratio: float = MAX_RATIO
     ratio_after_bytes: int = RATIO_AFTER_BYTES
+    max_data_rows: int | None = None
+    batch_bytes: int = BATCH_BYTES
 
     def __post_init__(self):
-        for name in ("max_columns", "header_bytes", "max_expanded_bytes", "ratio_after_bytes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in (
+            "max_columns",
+            "header_bytes",
+            "max_expanded_bytes",
+            "ratio_after_bytes",
+            "batch_bytes",
+        ):
+            if not _positive_int(getattr(self, name)):
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.max_data_rows is not None and not _positive_int(self.max_data_rows):
+            raise ValueError(
+                f"max_data_rows must be a positive integer or None, got {self.max_data_rows!r}"
+            )
         if not self.max_ratio > 1:
             raise ValueError(f"max_ratio must be a number above 1, got {self.max_ratio!r}")
+
+
+def _positive_int(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 1
+
+
+def check_rows(n_rows: int, limits: ReadLimits, name: str) -> None:
+    """Refuse a read that holds more than ``limits.max_data_rows`` data rows.
+
+    Raises
+    ------
+    LimitExceeded
+        With ``limit="max_data_rows"``, naming the file and the limit.
+
+    Examples
+    --------
+    >>> check_rows(1000, ReadLimits(max_data_rows=1000), "t.csv")
+    >>> check_rows(1001, ReadLimits(max_data_rows=1000), "t.csv")
+    Traceback (most recent call last):
+    ...
+    vrvm.trips._limits.LimitExceeded: t.csv has more than 1,000 data rows, the limit of \
+this read (ReadLimits.max_data_rows); read it in parts, or raise the limit
+    """
+    limit = limits.max_data_rows
+    if limit is not None and n_rows > limit:
+        raise LimitExceeded(
+            f"{name} has more than {limit:,} data rows, the limit of this read "
+            "(ReadLimits.max_data_rows); read it in parts, or raise the limit",
+            limit="max_data_rows",
+        )
 
 
 def _size(n_bytes: float) -> str:
@@ -132,13 +208,15 @@ def check_header(head: bytes, at_end: bool, limits: ReadLimits, name: str) -> No
         where = "" if complete else f" in its first {_size(len(head))} (and no line break yet)"
         raise LimitExceeded(
             f"{name}: its header has {count} columns{where}, more than the limit of "
-            f"{limits.max_columns:,}; a trip file has a few dozen"
+            f"{limits.max_columns:,}; a trip file has a few dozen",
+            limit="max_columns",
         )
     if not complete and len(head) >= limits.header_bytes:
         raise LimitExceeded(
             f"{name}: its first line (the header) does not end within the first "
             f"{_size(limits.header_bytes)}, the limit for a header; expected a CSV text "
-            "file with a header row"
+            "file with a header row",
+            limit="header_bytes",
         )
 
 
@@ -185,7 +263,8 @@ class GuardedStream(io.RawIOBase):
             raise LimitExceeded(
                 f"{self._name} expands to more than {_size(limits.max_expanded_bytes)} when "
                 "decompressed, the limit for a compressed file; decompress it first if "
-                "it really is that large"
+                "it really is that large",
+                limit="max_expanded_bytes",
             )
         if self.expanded > limits.ratio_after_bytes:
             consumed = max(self._compressed.tell(), 1)
@@ -195,7 +274,8 @@ class GuardedStream(io.RawIOBase):
                     f"{self._name} expands {ratio:,.0f}-fold when decompressed "
                     f"({_size(self.expanded)} from {_size(consumed)} so far), above the "
                     f"limit of {limits.max_ratio:g}-fold: a zip bomb, or data too "
-                    "repetitive to be a trip file"
+                    "repetitive to be a trip file",
+                    limit="max_ratio",
                 )
 
     def close(self) -> None:

@@ -56,7 +56,7 @@ row per input row).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,6 +74,7 @@ __all__ = [
     "CleaningReport",
     "clean_parsed",
     "clean_trips",
+    "combine_reports",
 ]
 
 CLEANING_REASONS: tuple[str, ...] = (
@@ -463,27 +464,25 @@ def clean_parsed(
             speed = haversine_km(olat, olon, dlat, dlon) / (duration / 3600.0)
             fail(speed > config.max_speed_kmh, "too_fast")
 
-    start = pd.Series(parsed.start_utc).dt.tz_localize("UTC").dt.tz_convert(parsed.zone)
-    frame = pd.DataFrame(
-        {
-            "origin_lat": olat,
-            "origin_lon": olon,
-            "dest_lat": dlat,
-            "dest_lon": dlon,
-            "start_time": start,
-            "travel_time_s": duration,
-        }
-    )
+    columns = {
+        "origin_lat": olat,
+        "origin_lon": olon,
+        "dest_lat": dlat,
+        "dest_lon": dlon,
+        "start_time": parsed.start_utc,  # UTC: equal instants are equal local times
+        "travel_time_s": duration,
+    }
     if config.drop_duplicates:
         ok = np.flatnonzero(reason == 0)
-        dup = frame.iloc[ok].duplicated(keep="first").to_numpy()
+        dup = _duplicated(list(columns.values()), ok)
         reason[ok[dup]] = code["duplicate"]
 
     counts_all = np.bincount(reason, minlength=len(CLEANING_REASONS) + 1)
     counts = {r: int(counts_all[code[r]]) for r in CLEANING_REASONS}
     dropped_rows = {r: rows[reason == code[r]] for r in CLEANING_REASONS}
     examples = {r: dropped_rows[r][:_N_EXAMPLES].tolist() for r in CLEANING_REASONS}
-    kept = frame.loc[reason == 0].reset_index(drop=True)
+    keep = reason == 0
+    kept = _kept_frame(columns, keep, parsed.zone)
     if row_numbers:
         kept.insert(0, "row", rows[reason == 0].astype(np.int64))
     kept.attrs.update(attrs or {})
@@ -505,6 +504,123 @@ def clean_parsed(
         dropped_rows=dropped_rows,
     )
     return kept, report
+
+
+def _kept_frame(columns: dict[str, np.ndarray], keep: np.ndarray, zone: str) -> pd.DataFrame:
+    """The canonical table of the kept rows, built with one copy of each value."""
+    numbers = [name for name in columns if name != "start_time"]
+    block = np.empty((len(numbers), int(keep.sum())), dtype=np.float64)
+    for i, name in enumerate(numbers):
+        np.compress(keep, columns[name], out=block[i])
+    kept = pd.DataFrame(block.T, columns=numbers, copy=False)
+    start = pd.Series(columns["start_time"][keep]).dt.tz_localize("UTC").dt.tz_convert(zone)
+    kept.insert(list(columns).index("start_time"), "start_time", start)
+    return kept
+
+
+def _row_keys(values: np.ndarray) -> np.ndarray:
+    """uint64 hashes of one column's values, equal for values pandas counts as equal
+    (NaN and NaN, NaT and NaT, -0.0 and 0.0)."""
+    if values.dtype.kind == "M":
+        return pd.util.hash_array(values.view(np.int64))
+    values = values + 0.0  # -0.0 becomes 0.0
+    values[np.isnan(values)] = np.nan  # one NaN
+    return pd.util.hash_array(values)
+
+
+def _duplicated(columns: list[np.ndarray], rows: np.ndarray | None = None) -> np.ndarray:
+    """``DataFrame(columns).iloc[rows].duplicated(keep="first")``, with far less memory.
+
+    Rows are compared through one 64-bit hash each; a row whose hash an earlier row
+    has is compared with that row value by value, and hashes shared by rows that differ
+    (a collision, about one in 10^10 for 10^5 rows) are settled by pandas itself.
+
+    Examples
+    --------
+    >>> a = np.array([1.0, 1.0, np.nan, np.nan, -0.0, 0.0, 2.0])
+    >>> _duplicated([a, np.array([5.0, 5.0, 6.0, 6.0, 7.0, 7.0, 5.0])]).tolist()
+    [False, True, False, True, False, True, False]
+    """
+    if rows is None:
+        rows = np.arange(len(columns[0]) if columns else 0)
+    n = len(rows)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    key = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for values in columns:  # one column's values at a time
+            key = key * np.uint64(1_000_003) ^ _row_keys(values[rows])
+    codes, uniques = pd.factorize(key)
+    first = np.full(len(uniques), n, dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(n))
+    earlier = first[codes]
+    candidate = earlier != np.arange(n)
+    same = candidate.copy()
+    for values in columns:
+        a, b = values[rows[candidate]], values[rows[earlier[candidate]]]
+        if values.dtype.kind == "M":
+            equal = a == b
+            equal |= np.isnat(a) & np.isnat(b)
+        else:
+            equal = (a == b) | (np.isnan(a) & np.isnan(b))
+        same[candidate] &= equal
+    clash = candidate & ~same
+    if clash.any():  # rows sharing a hash but not their values: ask pandas
+        shared = np.flatnonzero(np.isin(codes, codes[clash]))
+        frame = pd.DataFrame({i: values[rows[shared]] for i, values in enumerate(columns)})
+        same[shared] = frame.duplicated(keep="first").to_numpy()
+    return same
+
+
+def combine_reports(
+    reports: Sequence[CleaningReport], *, source: str | None = None
+) -> CleaningReport:
+    """One report for a file cleaned in batches, from the batches' reports in file order.
+
+    Counts add up, the examples are the first rows of each reason in the file and the
+    dropped rows are all of them; the rest (thresholds, schema, zone, notes) is the
+    first batch's. Checks over the whole file (the median point, duplicates) cannot be
+    combined: the batches must have been cleaned without them
+    (:func:`vrvm.trips.reader.iter_trips`).
+
+    Examples
+    --------
+    >>> a = CleaningReport("q.csv", 3, 2, {"too_short": 1}, {"too_short": [3]})
+    >>> b = CleaningReport("q.csv", 2, 1, {"too_short": 1}, {"too_short": [6]})
+    >>> print(combine_reports([a, b]))
+    q.csv: kept 3 of 5 rows (60.0%), dropped 2
+      too_short: 2 (40.0%), e.g. rows 3, 6
+    """
+    if not reports:
+        raise ValueError("combine_reports needs at least one report")
+    first = reports[0]
+    if any(r.center is not None for r in reports):
+        raise ValueError(
+            "reports of batches cleaned with max_radius_km cannot be combined: the median "
+            "point is the whole file's"
+        )
+    dropped_rows = {
+        reason: np.concatenate([r.dropped_rows[reason] for r in reports])
+        for reason in CLEANING_REASONS
+    }
+    return CleaningReport(
+        source=source or first.source,
+        n_input=sum(r.n_input for r in reports),
+        n_kept=sum(r.n_kept for r in reports),
+        counts={reason: sum(r.counts[reason] for r in reports) for reason in CLEANING_REASONS},
+        examples={
+            reason: [e for r in reports for e in r.examples[reason]][:_N_EXAMPLES]
+            for reason in CLEANING_REASONS
+        },
+        config=first.config,
+        schema=first.schema,
+        tz=first.tz,
+        tz_inferred=first.tz_inferred,
+        n_empty_rows=sum(r.n_empty_rows for r in reports),
+        notes=dict(first.notes),
+        dateless=first.dateless,
+        dropped_rows=dropped_rows,
+    )
 
 
 def check_flag(value, name: str) -> bool:

@@ -56,6 +56,7 @@ __all__ = [
     "check_clock_format",
     "check_date_format",
     "check_weekday_format",
+    "date_text_flags",
     "detect_clock_format",
     "parse_clock_s",
     "parse_date_text",
@@ -386,6 +387,28 @@ def _date_order(first: np.ndarray, second: np.ndarray) -> str | None:
     if month_first:
         return "monthfirst"
     return None if ok.any() else "dayfirst"  # nothing to read: every row is reported
+
+
+def date_text_flags(text: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What decides the order of text dates, per value of stripped text.
+
+    Returns boolean arrays: the value has date parts, its first part has four digits
+    (ISO), its first part is above 12 (day first), its second part is above 12 (month
+    first). :func:`parse_date_text` decides over a column with these; a file read in
+    batches gathers them batch by batch (:class:`vrvm.trips._survey.TimeSurvey`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> [a.tolist() for a in date_text_flags(pd.Series(["16-3-2016", "2016-03-16", "x"]))]
+    [[True, True, False], [False, True, False], [True, True, False], [False, False, False]]
+    """
+    parts = text.str.extract(_DATE_PARTS)
+    first, second = _numbers(parts[0]), _numbers(parts[1])
+    matched = np.isfinite(first) & np.isfinite(second)
+    four_digit_first = parts[0].str.len().to_numpy(dtype=float, na_value=0) == 4
+    with np.errstate(invalid="ignore"):
+        return matched, four_digit_first, first > 12, second > 12
 
 
 def parse_date_text(

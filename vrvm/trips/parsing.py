@@ -27,6 +27,14 @@ is given. Wall-clock times in the hour repeated when daylight saving ends are re
 the first (daylight-time) occurrence, and times inside the spring-forward gap are
 moved forward to the first valid instant: local exports carry no information to do
 better.
+
+Files read in batches
+---------------------
+The formats above are decided over whole columns. A file read in batches (see
+:mod:`vrvm.trips.reader`) gathers what those decisions look at, batch by batch
+(:class:`vrvm.trips._survey.TimeSurvey`), and parses each batch with the decisions
+taken over the whole file (:class:`ColumnPlan`, ``parse_columns(..., plans=...)``):
+every value is then read exactly as a read of the whole file reads it.
 """
 
 from __future__ import annotations
@@ -51,7 +59,7 @@ from vrvm.trips.layouts import COORDINATE_ROLES, Layout
 from vrvm.trips.table import REFERENCE_MONDAY
 from vrvm.trips.timezones import zone_at
 
-__all__ = ["Parsed", "parse_columns"]
+__all__ = ["ColumnPlan", "Parsed", "parse_columns"]
 
 # An explicit offset after the time of day: Z, UTC, +01, +0100, +01:00.
 _OFFSET = re.compile(r":\d\d(?:\.\d*)?\s*(?:Z|UTC|GMT|[+-]\d\d(?::?\d\d)?)$", re.IGNORECASE)
@@ -94,47 +102,106 @@ def _naive_series_to_utc(values: pd.Series, zone: str) -> np.ndarray:
     return local.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
 
 
+@dataclass(frozen=True)
+class ColumnPlan:
+    """How one time column is read: the decisions :mod:`vrvm.trips.formats` would take
+    from its values. ``None`` leaves a decision to the values at hand.
+
+    A file read in batches takes these decisions once, over whole columns
+    (:class:`vrvm.trips._survey.TimeSurvey`), and parses every batch with them: each
+    value is then read as a read of the whole file reads it.
+
+    Attributes
+    ----------
+    numbers_first : bool or None
+        Text columns of times: numbers (Unix times) are tried before text.
+    unit : {"s", "ms"} or None
+        Unit of Unix numbers.
+    order : {"iso", "dayfirst", "monthfirst"} or None
+        Order of the parts of text dates.
+    clock_format : {"hh:mm", "hours", "seconds"} or None
+    weekday_format : {"names", "iso", "sunday1", "monday0"} or None
+    """
+
+    numbers_first: bool | None = None
+    unit: str | None = None
+    order: str | None = None
+    clock_format: str | None = None
+    weekday_format: str | None = None
+
+
+_NO_PLAN = ColumnPlan()
+
+
 @dataclass
 class _TimeReading:
-    """How one time column is read: its name, the formats, the layout's date order."""
+    """How one time column is read: its name, the formats, the layout's date order,
+    the plan given for it and the decisions taken while reading it."""
 
     column: str
     formats: TimeFormats
     unix_is_local: bool = False
     order_hint: str | None = None
     notes: dict[str, str] = field(default_factory=dict)  # role -> how it was read
+    plan: ColumnPlan = _NO_PLAN
+    made: dict[str, object] = field(default_factory=dict)  # decision -> value
+    trace: dict[str, np.ndarray] | None = None  # what the parsers found, for a TimeSurvey
 
 
-def _parse_text_times(text: pd.Series, zone: str, how: _TimeReading) -> np.ndarray:
+def _parse_offsets(aware: pd.Series) -> np.ndarray:
+    """Text times with an offset -> naive UTC datetime64[ns] (NaT where unreadable)."""
+    parsed = pd.to_datetime(aware, format="ISO8601", utc=True, errors="coerce")
+    failed = parsed.isna().to_numpy()
+    if failed.any():  # ISO8601 has no "UTC"/"GMT" suffix; retry only those rows
+        named = aware[failed].str.replace(r"\s*(?:UTC|GMT)$", "+00:00", regex=True, case=False)
+        parsed[failed] = pd.to_datetime(named, format="ISO8601", utc=True, errors="coerce")
+    return parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
+
+
+def _date_format_for_text(how: _TimeReading) -> str:
+    """What :func:`parse_date_text` is told: a stated order, the plan's, else auto."""
+    date_format = how.formats.date_format
+    if date_format in ("dayfirst", "monthfirst", "iso"):
+        return date_format
+    return how.plan.order or "auto"
+
+
+def _offsets_and_iso(
+    text: pd.Series, pattern: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first readings of text times: those with an offset (-> naive UTC), then the
+    rest as ISO or the strftime ``pattern`` (-> naive local); and which had an offset."""
     out = np.full(len(text), _NAT)
     # Offsets are split off first: pandas cannot parse naive and offset text together.
     has_offset = text.str.contains(_OFFSET, na=False).to_numpy()
     if has_offset.any():
-        aware = text[has_offset]
-        parsed = pd.to_datetime(aware, format="ISO8601", utc=True, errors="coerce")
-        failed = parsed.isna().to_numpy()
-        if failed.any():  # ISO8601 has no "UTC"/"GMT" suffix; retry only those rows
-            named = aware[failed].str.replace(r"\s*(?:UTC|GMT)$", "+00:00", regex=True, case=False)
-            parsed[failed] = pd.to_datetime(named, format="ISO8601", utc=True, errors="coerce")
-        out[has_offset] = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]")
-    todo = ~has_offset
+        out[has_offset] = _parse_offsets(text[has_offset])
     naive = np.full(len(text), _NAT)
-    pattern = how.formats.strftime
+    todo = ~has_offset
     if todo.any():
         parsed = pd.to_datetime(text[todo], format=pattern or "ISO8601", errors="coerce")
         ok = parsed.notna().to_numpy()
-        idx = np.flatnonzero(todo)[ok]
-        naive[idx] = parsed[ok].to_numpy(dtype="datetime64[ns]")
-        todo[idx] = False
+        naive[np.flatnonzero(todo)[ok]] = parsed[ok].to_numpy(dtype="datetime64[ns]")
+    return out, naive, has_offset
+
+
+def _parse_text_times(
+    text: pd.Series, zone: str, how: _TimeReading, found: dict[str, np.ndarray] | None = None
+) -> np.ndarray:
+    pattern = how.formats.strftime
+    out, naive, has_offset = _offsets_and_iso(text, pattern)
+    todo = ~has_offset & np.isnat(naive)
+    if found is not None:  # per value: offset? read by it? read as ISO (the pattern)?
+        found.update(offset=has_offset, offset_ok=~np.isnat(out), as_text=~np.isnat(naive))
     if todo.any() and pattern is None:
         # Day-first or month-first text: detected over the whole column, never guessed.
-        date_format = how.formats.date_format
         days, clock_s, order = parse_date_text(
             text[todo].reset_index(drop=True),
-            date_format if date_format in ("dayfirst", "monthfirst", "iso") else "auto",
+            _date_format_for_text(how),
             column=how.column,
             order_hint=how.order_hint,
         )
+        how.made["order"] = order
         naive[todo] = _add_seconds(days, clock_s)
         if order != "iso" and not np.isnat(naive[todo]).all():
             how.notes["start_time"] = f"{how.column!r}: {_ORDER_WORDS[order]} dates"
@@ -165,11 +232,22 @@ def _unix_local_to_utc(seconds: np.ndarray, zone: str) -> np.ndarray:
     return wall
 
 
+def _numbers_first(sample: pd.Series, formats: TimeFormats) -> bool:
+    """Whether a text column of times is mostly numbers, from its first 100 values."""
+    numbers = pd.to_numeric(sample, errors="coerce")
+    return bool(numbers.notna().mean() > 0.5) and formats.strftime is None
+
+
 def _parse_times(values: pd.Series, zone: str, how: _TimeReading) -> np.ndarray:
     """Any time column -> naive UTC datetime64[ns] (NaT where unreadable)."""
 
-    def from_unix(numbers: np.ndarray) -> np.ndarray:
-        if unix_unit(numbers, how.formats.date_format) == "ms":
+    def from_unix(numbers: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+        # The unit is decided over rows: ``counts`` says how many rows hold each number.
+        unit = how.plan.unit or unix_unit(
+            numbers if counts is None else np.repeat(numbers, counts), how.formats.date_format
+        )
+        how.made["unit"] = unit
+        if unit == "ms":
             numbers = numbers / 1000.0
             how.notes["start_time"] = f"{how.column!r}: Unix milliseconds"
         if how.unix_is_local:
@@ -191,26 +269,52 @@ def _parse_times(values: pd.Series, zone: str, how: _TimeReading) -> np.ndarray:
     if _is_number_dtype(dtype):
         return from_unix(values.to_numpy(dtype=np.float64, na_value=np.nan))
     # Text (or mixed objects): numbers are unix times, the rest is parsed as text.
-    # Each parser only sees the rows the previous one left, and a sample decides which
+    # Each parser only sees the values the previous one left, and a sample decides which
     # goes first, so a column of dates never pays for number parsing and vice versa.
-    text = values.astype("string").str.strip().reset_index(drop=True)
+    # Each distinct value is read once (times repeat: exports round them), and every
+    # reading is of one value alone, so this is the row-by-row reading, only faster.
+    codes, uniques = pd.factorize(values.reset_index(drop=True), use_na_sentinel=True)
+    text = pd.Series(uniques, dtype=object).astype("string").str.strip()
+    counts = np.bincount(codes[codes >= 0], minlength=len(text))
     out = np.full(len(text), _NAT)
     todo = text.notna().to_numpy() & (text != "").fillna(False).to_numpy()
-    sample = pd.to_numeric(text[todo].head(100), errors="coerce")
-    numbers_first = sample.notna().mean() > 0.5 and how.formats.strftime is None
+    numbers_first = how.plan.numbers_first
+    if numbers_first is None:
+        rows = codes[codes >= 0]
+        first_rows = rows[todo[rows]][:100]  # the first 100 rows that hold a value
+        numbers_first = _numbers_first(text[first_rows].reset_index(drop=True), how.formats)
+    how.made["numbers_first"] = numbers_first
+    found: dict[str, np.ndarray] = {
+        "numbers": np.full(len(text), np.nan),
+        "counted": np.zeros(len(text), dtype=bool),
+        "seen": np.zeros(len(text), dtype=bool),
+        "offset": np.zeros(len(text), dtype=bool),
+        "offset_ok": np.zeros(len(text), dtype=bool),
+        "as_text": np.zeros(len(text), dtype=bool),
+    }
 
-    def parse_numbers(rows: np.ndarray) -> None:
-        numbers = pd.to_numeric(text[rows], errors="coerce").to_numpy(np.float64, na_value=np.nan)
-        out[rows] = from_unix(numbers)
+    def parse_numbers(which: np.ndarray) -> None:
+        numbers = pd.to_numeric(text[which], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+        out[which] = from_unix(numbers, counts[which])
+        found["numbers"][which], found["counted"][which] = numbers, True
 
-    def parse_text(rows: np.ndarray) -> None:
-        out[rows] = _parse_text_times(text[rows].reset_index(drop=True), zone, how)
+    def parse_text(which: np.ndarray) -> None:
+        stage: dict[str, np.ndarray] = {}
+        out[which] = _parse_text_times(text[which].reset_index(drop=True), zone, how, stage)
+        found["seen"][which] = True
+        for key in ("offset", "offset_ok", "as_text"):
+            found[key][which] = stage[key]
 
     for parse in (parse_numbers, parse_text) if numbers_first else (parse_text, parse_numbers):
         if todo.any():
             parse(todo)
             todo &= np.isnat(out)
-    return out
+    if how.trace is not None:  # what each row's value turned out to be, for a TimeSurvey
+        how.trace.clear()
+        for key, per_value in found.items():
+            fill = np.nan if key == "numbers" else False
+            how.trace[key] = np.append(per_value, fill)[codes]  # code -1: the fill
+    return np.append(out, _NAT)[codes]
 
 
 def _local_days(values: pd.Series, how: _TimeReading) -> np.ndarray:
@@ -228,29 +332,57 @@ def _local_days(values: pd.Series, how: _TimeReading) -> np.ndarray:
     date_format = how.formats.date_format
     if date_format in ("unix_s", "unix_ms") or _is_number_dtype(values.dtype):
         numbers = _to_float(values)
-        scale = 1000.0 if unix_unit(numbers, date_format) == "ms" else 1.0
+        unit = how.plan.unit or unix_unit(numbers, date_format)
+        how.made["unit"] = unit
+        scale = 1000.0 if unit == "ms" else 1.0
         days = _unix_to_utc(numbers / scale).astype("datetime64[D]").astype("datetime64[ns]")
         how.notes["start_date"] = (
             f"{how.column!r}: Unix {'milliseconds' if scale > 1 else 'seconds'}"
         )
         return days
     days, _, order = parse_date_text(
-        values, date_format, column=how.column, order_hint=how.order_hint
+        values, _date_format_for_text(how), column=how.column, order_hint=how.order_hint
     )
+    how.made["order"] = order
     if order != "iso":
         how.notes["start_date"] = f"{how.column!r}: {_ORDER_WORDS[order]} dates"
     return days
 
 
+class _Plans:
+    """The plans given per role, the decisions taken per role while parsing and, when
+    traced, what the parsers found in each text column of times (role -> trace)."""
+
+    def __init__(self, given: Mapping[str, ColumnPlan] | None, trace: bool = False):
+        self.given = dict(given or {})
+        self.made: dict[str, dict[str, object]] = {}
+        self.traces: dict[str, dict[str, np.ndarray]] | None = {} if trace else None
+
+    def reading(self, role: str, column: str, formats: TimeFormats, **kwargs) -> _TimeReading:
+        made = self.made.setdefault(role, {})
+        trace = None if self.traces is None else self.traces.setdefault(role, {})
+        plan = self.given.get(role, _NO_PLAN)
+        return _TimeReading(column, formats, plan=plan, made=made, trace=trace, **kwargs)
+
+    def taken(self) -> dict[str, ColumnPlan]:
+        return {role: ColumnPlan(**made) for role, made in self.made.items() if made}
+
+
 def _clock_s(
-    raw: pd.DataFrame, mapping: Mapping[str, str], formats: TimeFormats, notes: dict[str, str]
+    raw: pd.DataFrame,
+    mapping: Mapping[str, str],
+    formats: TimeFormats,
+    notes: dict[str, str],
+    plans: _Plans,
 ) -> np.ndarray:
     """Seconds after local midnight from ``start_clock`` or ``start_hour`` [+ minute]."""
     if "start_clock" in mapping:
         column = mapping["start_clock"]
         fmt = formats.clock_format
         if fmt == "auto":
-            fmt = detect_clock_format(raw[column], column=column)
+            fmt = plans.given.get("start_clock", _NO_PLAN).clock_format
+            fmt = fmt or detect_clock_format(raw[column], column=column)
+        plans.made.setdefault("start_clock", {})["clock_format"] = fmt
         if fmt != "hh:mm":
             notes["start_clock"] = f"{column!r}: {CLOCK_WORDS[fmt]}"
         return parse_clock_s(raw[column], fmt, column=column)
@@ -262,27 +394,41 @@ def _clock_s(
 
 
 def _start_utc(
-    raw: pd.DataFrame, layout: Layout, zone: str, formats: TimeFormats, notes: dict[str, str]
+    raw: pd.DataFrame,
+    layout: Layout,
+    zone: str,
+    formats: TimeFormats,
+    notes: dict[str, str],
+    plans: _Plans,
 ) -> np.ndarray:
     """The start of every trip as naive UTC datetime64[ns] (NaT where unreadable)."""
     mapping = layout.mapping
     if "start_time" in mapping:
-        how = _TimeReading(
-            mapping["start_time"], formats, layout.unix_is_local, layout.date_order, notes
+        how = plans.reading(
+            "start_time",
+            mapping["start_time"],
+            formats,
+            unix_is_local=layout.unix_is_local,
+            order_hint=layout.date_order,
+            notes=notes,
         )
         return _parse_times(raw[mapping["start_time"]], zone, how)
     if "start_date" in mapping:
-        how = _TimeReading(mapping["start_date"], formats, False, layout.date_order, notes)
+        how = plans.reading(
+            "start_date", mapping["start_date"], formats, order_hint=layout.date_order, notes=notes
+        )
         days = _local_days(raw[mapping["start_date"]], how)
     else:
         column = mapping["weekday"]
         weekday_format = formats.weekday_format or layout.weekday_format
+        weekday_format = weekday_format or plans.given.get("weekday", _NO_PLAN).weekday_format
         index, label = parse_weekday(raw[column], weekday_format, column=column)
+        plans.made.setdefault("weekday", {})["weekday_format"] = weekday_format or "names"
         notes["weekday"] = f"{column!r}: {label}"
         days = np.full(len(raw), _NAT)
         ok = index >= 0
         days[ok] = (REFERENCE_MONDAY + index[ok].astype("timedelta64[D]")).astype("datetime64[ns]")
-    local = _add_seconds(days, _clock_s(raw, mapping, formats, notes))
+    local = _add_seconds(days, _clock_s(raw, mapping, formats, notes, plans))
     out = np.full(len(raw), _NAT)
     ok = ~np.isnat(local)
     if ok.any():
@@ -296,7 +442,8 @@ class Parsed:
 
     ``zone_failed`` marks rows whose zone id the zone file does not know; ``notes``
     says how time columns were read (role -> words); ``dateless`` that the file gives
-    no calendar date (trips placed in the reference week).
+    no calendar date (trips placed in the reference week); ``plans`` the decisions
+    taken (or given) per time role (:class:`ColumnPlan`).
     """
 
     coords: dict[str, np.ndarray]
@@ -308,6 +455,8 @@ class Parsed:
     zone_failed: np.ndarray | None = None
     notes: dict[str, str] = field(default_factory=dict)
     dateless: bool = False
+    plans: dict[str, ColumnPlan] = field(default_factory=dict)
+    traces: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
 
 
 ZonePoints = Callable[[pd.Series], tuple[np.ndarray, np.ndarray]]
@@ -348,12 +497,19 @@ def parse_columns(
     zone: str | None,
     formats: TimeFormats | None = None,
     zone_points: ZonePoints | None = None,
+    *,
+    plans: Mapping[str, ColumnPlan] | None = None,
+    trace: bool = False,
 ) -> Parsed:
     """Typed columns of ``raw`` read with ``layout``.
 
     ``zone=None`` reads local times in the zone where the trips start
     (:func:`~vrvm.trips.timezones.zone_at`, UTC if none is found); ``zone_points``
-    resolves zone ids (layouts with ``origin_zone`` / ``dest_zone``).
+    resolves zone ids (layouts with ``origin_zone`` / ``dest_zone``). ``plans`` (role
+    -> :class:`ColumnPlan`) are decisions taken over whole columns, for a batch of a
+    file read in batches; without them the formats are detected on ``raw``. With
+    ``trace``, ``Parsed.traces`` says what the parsers found in each text column of
+    times, for :meth:`vrvm.trips._survey.TimeSurvey.add`.
     """
     formats = formats or TimeFormats()
     mapping = layout.mapping
@@ -362,12 +518,17 @@ def parse_columns(
     if zone is None:
         zone = zone_at(coords["origin_lat"], coords["origin_lon"]) or "UTC"
     notes: dict[str, str] = {}
-    start = _start_utc(raw, layout, zone, formats, notes)
+    taken = _Plans(plans, trace)
+    start = _start_utc(raw, layout, zone, formats, notes, taken)
     time_failed = np.isnat(start)
     if "end_time" in mapping:
         end_raw = raw[mapping["end_time"]]
-        end_how = _TimeReading(
-            mapping["end_time"], formats, layout.unix_is_local, layout.date_order
+        end_how = taken.reading(
+            "end_time",
+            mapping["end_time"],
+            formats,
+            unix_is_local=layout.unix_is_local,
+            order_hint=layout.date_order,
         )
         end = _parse_times(end_raw, zone, end_how)
         end_given = end_raw.notna().to_numpy()
@@ -396,4 +557,6 @@ def parse_columns(
         zone_failed=zone_failed,
         notes=notes,
         dateless=layout.dateless,
+        plans=taken.taken(),
+        traces={role: found for role, found in (taken.traces or {}).items() if found},
     )

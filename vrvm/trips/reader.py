@@ -12,11 +12,28 @@ is (Parquet, or CSV text with its compression and delimiter) is sniffed once, he
 Reading is bounded (:mod:`vrvm.trips._limits`, :class:`ReadLimits`): a CSV header
 wider than 1,000 columns, or not ending within 1 MiB, is refused before any parser
 sees it, and compressed data is decompressed through a guard that stops once it
-expands more than 100-fold (past its first 100 MiB) or beyond 20 GiB.
-:func:`check_expansion` applies the same guard to a whole file up front (the upload
-check, with a stricter size), :func:`expanded_size` measures what compressed data
-expands to, and :func:`read_rows` returns chosen rows as they are written in the file
-(to show the rows a report names).
+expands more than 100-fold (past its first 100 MiB) or beyond 20 GiB; a read may be
+limited to a number of data rows (``ReadLimits.max_data_rows``, which uploads set),
+counted as the rows are parsed. :func:`check_expansion` applies the expansion guard to
+a whole file up front (the upload check, with a stricter size), :func:`expanded_size`
+measures what compressed data expands to, and :func:`read_rows` returns chosen rows as
+they are written in the file (to show the rows a report names).
+
+Batches
+-------
+CSV text is parsed in batches of about ``ReadLimits.batch_bytes`` (8 MiB)
+(:mod:`vrvm.trips._batches`): the text is cut where records end (line breaks outside
+quoted fields) and each batch is parsed by pandas behind the header and the file's
+first data row, so every row is checked against the header and every column gets the
+type a read of the whole file gives it. Only the parsed columns a layout needs are
+kept. Formats are still decided over whole columns, never on a batch
+(:class:`~vrvm.trips._survey.TimeSurvey`): :func:`read_trips` parses each batch with
+the decisions the rows read so far support, takes them again over the whole file at
+the end and parses once more the rare batch whose decisions changed (day-first dates
+that only a late row tells from month-first ones); :func:`iter_trips` reads the file
+once to decide, then yields it batch by batch. Either way the trips and the report are
+exactly those of a read of the whole file at once, and memory holds one batch of text
+and the parsed rows, not the file as Python strings.
 
 Errors are typed: :class:`TripFileError` when the file cannot be read as a table,
 :class:`~vrvm.trips.layouts.UnknownLayoutError` when its columns are not understood
@@ -30,29 +47,43 @@ is unpickled, evaluated or executed.
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
-import lzma
 import os
-import warnings
-import zipfile
-import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
-from vrvm.trips._limits import GuardedStream, LimitExceeded, ReadLimits, check_header
+from vrvm.trips._batches import (
+    Reading,
+    check_parquet_rows,
+    clean_batches,
+    joined,
+    layout_batches,
+    parquet_batches,
+    parse_csv,
+    parse_whole,
+    read_parquet,
+    survey_file,
+)
+from vrvm.trips._limits import LimitExceeded, ReadLimits
+from vrvm.trips._source import (
+    DAMAGED,
+    Source,
+    TripFileError,
+    ZonesNeededError,
+    as_zone_file,
+    decompressing,
+    file_columns,
+    guarded,
+    open_source,
+    read_csv_header,
+    sniff_compression,
+)
+from vrvm.trips._survey import TimeSurvey
 from vrvm.trips.cleaning import CleaningConfig, CleaningReport, as_config, check_flag, clean_parsed
 from vrvm.trips.formats import TimeFormats
 from vrvm.trips.layouts import Layout, resolve_layout
-from vrvm.trips.parsing import parse_columns
-from vrvm.trips.timezones import check_zone, zone_name
+from vrvm.trips.timezones import check_zone
 
 if TYPE_CHECKING:  # read only for zone-id trips; shapely loads on first use
     from vrvm.trips.zone_files import ZoneFile
@@ -63,284 +94,11 @@ __all__ = [
     "ZonesNeededError",
     "check_expansion",
     "expanded_size",
+    "iter_trips",
     "read_layout",
     "read_rows",
     "read_trips",
 ]
-
-
-class TripFileError(ValueError):
-    """A file that cannot be read as a trip table; the message names the file and says
-    what was expected."""
-
-
-class ZonesNeededError(ValueError):
-    """Trips given by zone ids, read without the zone file that names them.
-
-    Attributes
-    ----------
-    columns : list of str
-        The file's columns (for a form that asks for the zone file).
-    """
-
-    def __init__(self, message: str, *, columns: list[str]):
-        super().__init__(message)
-        self.columns = columns
-
-
-_PARQUET_MAGIC = b"PAR1"
-_COMPRESSION_MAGIC = {
-    b"\x1f\x8b": "gzip",
-    b"BZh": "bz2",
-    b"\xfd7zXZ\x00": "xz",
-    b"PK\x03\x04": "zip",
-}
-_EXPECTED = "expected a CSV text file with a header row, or a Parquet file"
-
-
-@dataclass
-class _Input:
-    name: str
-    kind: str  # "csv" or "parquet"
-    path: str | None
-    data: bytes | None
-    compression: str | None
-    limits: ReadLimits = field(default_factory=ReadLimits)
-
-    def handle(self):
-        # A fresh handle per read: the header and the body are read separately.
-        return self.path if self.path is not None else io.BytesIO(self.data)
-
-    @contextmanager
-    def text(self) -> Iterator:
-        """A fresh handle on the CSV text, decompressed through the expansion guard.
-
-        pandas reads it with ``compression=None``; a limit passed while it reads
-        becomes a :class:`TripFileError`.
-        """
-        if self.compression is None:
-            handle = self.handle()
-        else:
-            handle = _guarded(self.path if self.path is not None else self.data, self)
-        try:
-            yield handle
-        except LimitExceeded as exc:
-            raise TripFileError(str(exc)) from None
-        finally:
-            if not isinstance(handle, str):
-                handle.close()
-
-
-def _open_input(path_or_buffer, source: str | None, limits: ReadLimits | None = None) -> _Input:
-    path: str | None = None
-    data: bytes | None = None
-    if limits is not None and not isinstance(limits, ReadLimits):
-        raise TypeError(f"limits must be a ReadLimits or None, got {type(limits).__name__}")
-    limits = limits or ReadLimits()
-    if isinstance(path_or_buffer, str | os.PathLike):
-        path = os.fspath(path_or_buffer)
-        name = source or path
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"{name}: no such file")
-        with open(path, "rb") as fh:
-            head = fh.read(8192)
-    elif isinstance(path_or_buffer, bytes | bytearray | memoryview):
-        data = bytes(path_or_buffer)
-        name = source or "<bytes>"
-        head = data[:8192]
-    elif hasattr(path_or_buffer, "read"):
-        name = source or str(getattr(path_or_buffer, "name", None) or "<buffer>")
-        # Read from the start even if the object was read before (Streamlit keeps the
-        # same upload object across reruns).
-        if getattr(path_or_buffer, "seekable", lambda: False)():
-            path_or_buffer.seek(0)
-        content = path_or_buffer.read()
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-        head = data[:8192]
-    else:
-        raise TypeError(
-            "path_or_buffer must be a path, bytes or a file-like object, got "
-            f"{type(path_or_buffer).__name__}"
-        )
-
-    if not head.strip():
-        raise TripFileError(f"{name} is empty: {_EXPECTED}")
-    suffix = Path(path or name).suffix.lower()
-    if head.startswith(_PARQUET_MAGIC):
-        return _Input(name, "parquet", path, data, None, limits)
-    if suffix in (".parquet", ".pq"):
-        raise TripFileError(
-            f"{name} has a Parquet file extension but is not a Parquet file (it does not "
-            f"start with the 'PAR1' marker): {_EXPECTED}"
-        )
-    for magic, compression in _COMPRESSION_MAGIC.items():
-        if head.startswith(magic):
-            return _Input(name, "csv", path, data, compression, limits)
-    if b"\x00" in head:
-        raise TripFileError(
-            f"{name} looks like binary data, not text: {_EXPECTED} (export an Excel "
-            "workbook as CSV first; save UTF-16 text as UTF-8)"
-        )
-    return _Input(name, "csv", path, data, None, limits)
-
-
-def _short(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
-
-
-_READ_ERRORS = (
-    pd.errors.ParserError,
-    pd.errors.EmptyDataError,
-    UnicodeError,
-    ValueError,
-    OSError,
-    EOFError,
-)
-
-
-def _check_header(src: _Input) -> None:
-    """Refuse a header too wide or too long from its raw bytes, before pandas reads it."""
-    limit = src.limits.header_bytes
-    try:
-        with src.text() as handle:
-            if isinstance(handle, str):
-                with open(handle, "rb") as fh:
-                    head = fh.read(limit + 1)
-            else:
-                head = handle.read(limit + 1)
-    except _DAMAGED as err:
-        raise TripFileError(
-            f"{src.name} could not be read as CSV ({_short(err)}): {_EXPECTED}"
-        ) from None
-    try:
-        check_header(head[:limit], len(head) <= limit, src.limits, src.name)
-    except LimitExceeded as exc:
-        raise TripFileError(str(exc)) from None
-
-
-def _read_csv_header(src: _Input) -> tuple[list[str], str]:
-    """Return the header and the delimiter (',' unless the header says otherwise)."""
-    _check_header(src)
-    # Same options as the body read, so the header names match its columns exactly.
-    options = {"compression": None, "encoding_errors": "replace", "skipinitialspace": True}
-    try:
-        with src.text() as handle:
-            header = pd.read_csv(handle, nrows=0, **options).columns
-        sep = ","
-        if len(header) == 1:
-            # A single column usually means another delimiter (European exports use ';').
-            for candidate in (";", "\t", "|"):
-                if candidate in str(header[0]):
-                    sep = candidate
-                    with src.text() as handle:
-                        header = pd.read_csv(handle, nrows=0, sep=sep, **options).columns
-                    break
-    except pd.errors.EmptyDataError:
-        raise TripFileError(f"{src.name} is empty: {_EXPECTED}") from None
-    except TripFileError:  # a limit passed while pandas read (src.text())
-        raise
-    except _READ_ERRORS as err:
-        raise TripFileError(
-            f"{src.name} could not be read as CSV ({_short(err)}): {_EXPECTED}"
-        ) from None
-    if len(header) < 2:
-        raise TripFileError(
-            f"{src.name} does not look like a table: its first line has a single field "
-            f"{str(header[0])[:60]!r}; {_EXPECTED}"
-        )
-    return [str(c) for c in header], sep
-
-
-@dataclass
-class _RawTable:
-    """The source columns a layout needs, before any parsing."""
-
-    frame: pd.DataFrame
-    layout: Layout  # role -> column of frame
-    rows: np.ndarray  # row number of each row of frame
-    n_empty: int = 0
-
-
-def _read_raw(
-    src: _Input,
-    schema: str,
-    column_map,
-    require_duration: bool = True,
-    max_rows: int | None = None,
-) -> _RawTable:
-    """Read the file (its first ``max_rows`` data rows) and keep the layout's columns."""
-    if src.kind == "parquet":
-        import pyarrow as pa  # pyarrow is a dependency; imported lazily for speed
-        import pyarrow.parquet as pq
-
-        try:
-            parquet = pq.ParquetFile(src.handle())
-            columns = [str(c) for c in parquet.schema_arrow.names]
-        except Exception as err:  # pyarrow raises several unrelated types
-            raise TripFileError(
-                f"{src.name} could not be read as Parquet ({_short(err)}): {_EXPECTED}"
-            ) from None
-        layout = resolve_layout(columns, schema, column_map, src.name, require_duration)
-        needed = list(dict.fromkeys(layout.mapping.values()))
-        try:
-            if max_rows is None:
-                raw = parquet.read(columns=needed).to_pandas()
-            else:
-                batches = parquet.iter_batches(batch_size=max_rows, columns=needed)
-                raw = next(batches, pa.table({c: [] for c in needed})).to_pandas()
-        except Exception as err:
-            raise TripFileError(
-                f"{src.name} could not be read as Parquet ({_short(err)}): {_EXPECTED}"
-            ) from None
-        if len(raw) == 0:
-            raise TripFileError(f"{src.name} has no data rows: {_EXPECTED}")
-        return _RawTable(raw, layout, np.arange(len(raw)) + 2)
-
-    columns, sep = _read_csv_header(src)
-    layout = resolve_layout(columns, schema, column_map, src.name, require_duration)
-    needed = list(dict.fromkeys(layout.mapping.values()))
-    try:
-        with warnings.catch_warnings():
-            # pandas only *warns* when every row has more fields than the header and
-            # drops the extra ones; that misaligns values with names, so it is an error.
-            warnings.simplefilter("error", pd.errors.ParserWarning)
-            with src.text() as handle:
-                raw = pd.read_csv(
-                    handle,
-                    sep=sep,
-                    # All columns, not usecols: with usecols pandas silently ignores
-                    # rows with too many fields, which hides shifted values.
-                    index_col=False,  # a trailing delimiter is not an index column
-                    compression=None,  # decompressed by src.text(), with its guard
-                    encoding_errors="replace",
-                    skipinitialspace=True,
-                    # Keep blank lines as rows so that position + 2 is the line number.
-                    skip_blank_lines=False,
-                    low_memory=False,
-                    nrows=max_rows,
-                )
-    except pd.errors.ParserWarning:
-        raise TripFileError(
-            f"{src.name} could not be read as CSV: its rows have more fields than the "
-            f"header has names; {_EXPECTED}"
-        ) from None
-    except TripFileError:  # a limit passed while pandas read (src.text())
-        raise
-    except _READ_ERRORS as err:
-        raise TripFileError(
-            f"{src.name} could not be read as CSV ({_short(err)}): {_EXPECTED}"
-        ) from None
-    rows = np.arange(len(raw)) + 2
-    empty = raw.isna().all(axis=1).to_numpy()
-    n_empty = int(empty.sum())
-    raw = raw[needed]
-    if n_empty:
-        raw = raw.loc[~empty].reset_index(drop=True)
-        rows = rows[~empty]
-    if len(raw) == 0:
-        raise TripFileError(f"{src.name} has a header but no data rows: {_EXPECTED}")
-    return _RawTable(raw, layout, rows, n_empty)
 
 
 def read_trips(
@@ -415,12 +173,15 @@ def read_trips(
         ``unknown_zone``.
     max_rows : int or None, default=None
         Read only the first ``max_rows`` data rows (a preview); the report then
-        speaks of those rows only.
+        speaks of those rows only. The rest of the file is not read.
     limits : ReadLimits or None, default=None
         Resource limits (:class:`~vrvm.trips._limits.ReadLimits`; ``None``: its
         defaults): a CSV header must end within 1 MiB and have at most 1,000
         columns; compressed data may expand at most 100-fold (judged after its
-        first 100 MiB) and to at most 20 GiB.
+        first 100 MiB) and to at most 20 GiB; no limit on the data rows unless
+        ``max_data_rows`` is set (the read stops at the first row beyond it); CSV
+        text is parsed ``batch_bytes`` (8 MiB) at a time (see "Batches" in the
+        module docs).
 
     Returns
     -------
@@ -492,49 +253,134 @@ def read_trips(
     require_travel_time = check_flag(require_travel_time, "require_travel_time")
     row_numbers = check_flag(row_numbers, "row_numbers")
     formats = TimeFormats(date_format or "auto", clock_format or "auto", weekday_format)
-    zone_file = _zone_file(zones)
-    src = _open_input(path_or_buffer, source, limits)
+    zone_file = as_zone_file(zones)
+    src = open_source(path_or_buffer, source, limits)
     if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
         raise ValueError(f"max_rows must be a positive integer or None, got {max_rows!r}")
-    raw = _read_raw(src, schema, column_map, require_travel_time, max_rows)
-    layout = raw.layout
-    if layout.needs_zones and zone_file is None:
-        columns = [layout.mapping[r] for r in ("origin_zone", "dest_zone") if r in layout.mapping]
-        raise ZonesNeededError(
-            f"{src.name}: trips are given by zone ids ({', '.join(map(repr, columns))}, "
-            f"layout {layout.schema}: {layout.label}); give the zone file whose polygons "
-            "those ids name: zones=ZoneFile.read(path, id_property=...) in Python, "
-            "--zones FILE.geojson:ID_PROPERTY in the CLI",
-            columns=[str(c) for c in raw.frame.columns],
-        )
-    start_column = layout.mapping.get("start_time")
-    native_zone = zone_name(raw.frame[start_column].dtype) if start_column else None
-    zone = tz or layout.zone or native_zone or (None if layout.infer_zone else "UTC")
-    zone_points = None if zone_file is None else zone_file.representative_points
-    parsed = parse_columns(raw.frame, layout, zone, formats, zone_points)
+    reading = Reading(tz, formats, zone_file)
+    if src.kind == "parquet":
+        raw = read_parquet(src, schema, column_map, require_travel_time, max_rows)
+        layout = raw.layout
+        parsed, rows, n_empty = parse_whole(src, raw, reading), raw.rows, raw.n_empty
+    else:
+        columns, sep = read_csv_header(src)
+        layout = resolve_layout(columns, schema, column_map, src.name, require_travel_time)
+        parsed, rows, n_empty = parse_csv(src, sep, layout, reading, max_rows)
     return clean_parsed(
         parsed,
-        raw.rows,
+        rows,
         config,
         source=src.name,
         schema=layout.schema,
-        n_empty=raw.n_empty,
+        n_empty=n_empty,
         require_duration=require_travel_time,
         row_numbers=row_numbers,
     )
 
 
-def _file_columns(src: _Input) -> list[str]:
-    if src.kind == "parquet":
-        import pyarrow.parquet as pq
+def iter_trips(
+    path_or_buffer: str | os.PathLike[str] | bytes | IO[bytes] | IO[str],
+    schema: str = "auto",
+    tz: str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    cleaning: CleaningConfig | Mapping | None = None,
+    *,
+    source: str | None = None,
+    require_travel_time: bool = True,
+    row_numbers: bool = False,
+    date_format: str | None = None,
+    clock_format: str | None = None,
+    weekday_format: str | None = None,
+    zones: ZoneFile | str | os.PathLike[str] | None = None,
+    limits: ReadLimits | None = None,
+) -> Iterator[tuple[pd.DataFrame, CleaningReport]]:
+    """Read a trip file in batches, with the memory of one batch: ``(trips, report)``.
 
-        try:
-            return [str(c) for c in pq.ParquetFile(src.handle()).schema_arrow.names]
-        except Exception as err:  # pyarrow raises several unrelated types
-            raise TripFileError(
-                f"{src.name} could not be read as Parquet ({_short(err)}): {_EXPECTED}"
-            ) from None
-    return _read_csv_header(src)[0]
+    Every row is read, and every batch cleaned, as :func:`read_trips` reads and cleans
+    the whole file: the file is read once first to take the format decisions over whole
+    columns (day-first or month-first dates, seconds or milliseconds, clock and weekday
+    formats, the zone where the trips are; see
+    :class:`~vrvm.trips._survey.TimeSurvey`), keeping nothing else, then batch by batch
+    (about ``limits.batch_bytes`` of text, or 65,536 Parquet rows, at a time). The
+    first pass runs when this function is called, so a file that cannot be read fails
+    here, before any batch; the batches come when the result is iterated.
+
+    Parameters
+    ----------
+    path_or_buffer, schema, tz, column_map, source, require_travel_time, row_numbers, \
+date_format, clock_format, weekday_format, zones, limits
+        As for :func:`read_trips`.
+    cleaning : CleaningConfig, dict or None
+        Thresholds, as for :func:`read_trips`, but each batch is cleaned on its own:
+        checks that need the whole file (``max_radius_km``, ``drop_duplicates``) must
+        be off.
+
+    Returns
+    -------
+    iterator of (pandas.DataFrame, CleaningReport)
+        Per batch, in file order: the kept trips and the report of that batch's rows
+        (its ``notes`` those of the whole file);
+        :func:`~vrvm.trips.cleaning.combine_reports` makes the report of the file.
+
+    Raises
+    ------
+    ValueError
+        If ``cleaning`` asks for a check over the whole file; otherwise as
+        :func:`read_trips`.
+
+    Examples
+    --------
+    >>> import io
+    >>> from vrvm.trips.cleaning import combine_reports
+    >>> csv = (b"origin_lat,origin_lon,dest_lat,dest_lon,start_time\\n"
+    ...        + b"41.88,-87.63,41.90,-87.65,16/3/2016 08:00\\n" * 300
+    ...        + b"41.88,-87.63,41.90,-87.65,3/4/2016 09:00\\n" * 300)
+    >>> batches = iter_trips(csv, tz="America/Chicago", require_travel_time=False,
+    ...                      cleaning={"max_radius_km": None, "drop_duplicates": False},
+    ...                      limits=ReadLimits(batch_bytes=4096))
+    >>> parts = list(batches)
+    >>> len(parts) > 1, sum(len(trips) for trips, _ in parts)
+    (True, 600)
+    >>> str(parts[-1][0]["start_time"].iloc[-1])  # day first, as the first rows tell
+    '2016-04-03 09:00:00-05:00'
+    >>> print(combine_reports([report for _, report in parts]))
+    <bytes>: kept 600 of 600 rows (100.0%), dropped 0
+      read 'start_time': day-first dates
+    """
+    config = as_config(cleaning)
+    if config.max_radius_km is not None or config.drop_duplicates:
+        raise ValueError(
+            "iter_trips cleans each batch on its own: give cleaning with "
+            "max_radius_km=None and drop_duplicates=False (the median point and the "
+            "duplicates need the whole file: read_trips)"
+        )
+    tz = check_zone(tz)
+    require_travel_time = check_flag(require_travel_time, "require_travel_time")
+    row_numbers = check_flag(row_numbers, "row_numbers")
+    formats = TimeFormats(date_format or "auto", clock_format or "auto", weekday_format)
+    reading = Reading(tz, formats, as_zone_file(zones))
+    src = open_source(path_or_buffer, source, limits)
+    if src.kind == "parquet":
+        columns = file_columns(src)
+        layout = resolve_layout(columns, schema, column_map, src.name, require_travel_time)
+        check_parquet_rows(src)
+
+        def batches(as_text):
+            return parquet_batches(src, layout)
+
+    else:
+        columns, sep = read_csv_header(src)
+        layout = resolve_layout(columns, schema, column_map, src.name, require_travel_time)
+
+        def batches(as_text):
+            raw_batches = layout_batches(src, sep, layout, as_text, None)
+            if TimeSurvey.can_survey(layout):
+                return raw_batches
+            return joined(raw_batches)  # read whole: one column, two time roles
+
+    survey = survey_file(src, layout, reading, batches)
+    flags = (require_travel_time, row_numbers)
+    return clean_batches(src, layout, reading, survey, batches, config, *flags)
 
 
 def read_layout(
@@ -560,62 +406,9 @@ def read_layout(
     >>> layout.schema, layout.weekday_format, layout.mapping["start_hour"]
     ('nyc_kaggle', 'sunday1', 'hour')
     """
-    src = _open_input(path_or_buffer, source, limits)
-    columns = _file_columns(src)
+    src = open_source(path_or_buffer, source, limits)
+    columns = file_columns(src)
     return resolve_layout(columns, schema, column_map, src.name, require_travel_time), columns
-
-
-def _zone_file(zones) -> ZoneFile | None:
-    if zones is None:
-        return None
-    from vrvm.trips.zone_files import ZoneFile
-
-    if isinstance(zones, ZoneFile):
-        return zones
-    if isinstance(zones, str | os.PathLike):
-        return ZoneFile.read(zones)
-    raise TypeError(f"zones must be a ZoneFile, a path or None, got {type(zones).__name__}")
-
-
-def _decompressing(data, compression: str | None, name: str):
-    """A binary stream of the decompressed content of ``data`` (``data`` itself if plain).
-
-    ``data`` is bytes or a seekable binary file (a zip archive is read from it).
-    """
-    buffer = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
-    if compression == "zip":
-        try:
-            archive = zipfile.ZipFile(buffer)
-        except zipfile.BadZipFile as exc:
-            raise TripFileError(f"{name}: the zip archive is damaged ({exc})") from None
-        members = [i for i in archive.infolist() if not i.is_dir()]
-        if len(members) != 1:
-            archive.close()
-            raise TripFileError(
-                f"{name}: a zip archive must hold exactly one CSV file, this one holds "
-                f"{len(members)}"
-            )
-        return archive.open(members[0])
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=buffer)
-    # BZ2File and LZMAFile take a file object as their first argument (no fileobj=).
-    opener = {"bz2": bz2.BZ2File, "xz": lzma.LZMAFile}.get(compression)
-    return buffer if opener is None else opener(buffer)
-
-
-_DAMAGED = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
-
-
-def _guarded(path_or_data, src: _Input) -> GuardedStream:
-    """The decompressed text of a compressed file or bytes, read through the guard."""
-    compressed = open(path_or_data, "rb") if isinstance(path_or_data, str) else None
-    compressed = compressed or io.BytesIO(path_or_data)
-    try:
-        inner = _decompressing(compressed, src.compression, src.name)
-    except BaseException:
-        compressed.close()
-        raise
-    return GuardedStream(inner, compressed, src.limits, src.name, owned=(compressed,))
 
 
 def check_expansion(
@@ -659,16 +452,16 @@ def check_expansion(
     else:
         data = bytes(path_or_data)
         name, head, size = name or "<bytes>", data[:8], len(data)
-    compression = _sniff_compression(head)
+    compression = sniff_compression(head)
     if compression is None:
         return size
-    src = _Input(name, "csv", None, None, compression, limits or ReadLimits())
+    src = Source(name, "csv", None, None, compression, limits or ReadLimits())
     try:
-        with _guarded(path if is_path else data, src) as stream:
+        with guarded(path if is_path else data, src) as stream:
             return stream.drain()
     except LimitExceeded as exc:
-        raise TripFileError(str(exc)) from None
-    except _DAMAGED as exc:
+        raise TripFileError(str(exc), limit=exc.limit) from None
+    except DAMAGED as exc:
         raise TripFileError(f"{name}: the compressed data is damaged ({exc})") from None
 
 
@@ -688,23 +481,17 @@ def expanded_size(data: bytes, cap: int, *, name: str = "<bytes>") -> int:
     >>> expanded_size(gzip.compress(b"0" * 10**6), cap=1000) > 1000
     True
     """
-    compression = _sniff_compression(data)
+    compression = sniff_compression(data)
     if compression is None:
         return len(data)
     total = 0
     try:
-        with _decompressing(data, compression, name) as handle:
+        with decompressing(data, compression, name) as handle:
             while total <= cap and (chunk := handle.read(1 << 20)):
                 total += len(chunk)
-    except _DAMAGED as exc:
+    except DAMAGED as exc:
         raise TripFileError(f"{name}: the compressed data is damaged ({exc})") from None
     return total
-
-
-def _sniff_compression(head: bytes) -> str | None:
-    return next(
-        (kind for magic, kind in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None
-    )
 
 
 def read_rows(
@@ -741,7 +528,7 @@ def read_rows(
     {'row': [2, 4], 'a': ['1', '3'], 'b': ['x', 'z']}
     """
     wanted = sorted({int(r) for r in rows if int(r) >= 2})
-    src = _open_input(path_or_buffer, source, limits)
+    src = open_source(path_or_buffer, source, limits)
     if not wanted:
         return pd.DataFrame(columns=["row"])
     if src.kind == "parquet":
@@ -751,7 +538,7 @@ def read_rows(
         kept = [r for r in wanted if r - 2 < table.num_rows]
         picked = table.take([r - 2 for r in kept]).to_pandas().astype(str)
     else:
-        _, sep = _read_csv_header(src)
+        _, sep = read_csv_header(src)
         lines = set(wanted)  # 1-based, header = line 1
         with src.text() as handle:
             picked = pd.read_csv(
@@ -763,6 +550,7 @@ def read_rows(
                 index_col=False,
                 compression=None,  # decompressed by src.text(), with its guard
                 skiprows=lambda i: i != 0 and (i + 1) not in lines,
+                nrows=len(lines),  # stop at the last wanted row: read no further
                 encoding_errors="replace",
                 skipinitialspace=True,
             )

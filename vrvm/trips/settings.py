@@ -1,8 +1,10 @@
-"""Settings read from the environment: one place that names every ``VRVM_*`` number.
+"""Settings read from the environment: how every ``VRVM_*`` number is read.
 
-The data home itself is :func:`vrvm.trips.home.data_home` (``VRVM_HOME``); the demo
-model's size is :func:`vrvm.services.demo.demo_settings`. Both read their numbers
-through :func:`env_int`, so a bad value fails the same way everywhere: with the
+The store's retention is here (``VRVM_KEEP_VERSIONS``); the data home is
+:func:`vrvm.trips.home.data_home` (``VRVM_HOME``), the demo model's size
+:func:`vrvm.services.demo.demo_settings` and the upload rows limit
+:func:`vrvm.services.uploads.max_upload_rows` (``VRVM_MAX_UPLOAD_ROWS``). All read their
+numbers through :func:`env_int`, so a bad value fails the same way everywhere: with the
 variable's name, what it holds and what was expected.
 """
 
