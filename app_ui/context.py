@@ -172,6 +172,9 @@ def _model_problem(home: Path, exc: Exception) -> None:
         if st.button("Activate", key="ctx_repair_go"):
             try:
                 models.activate_version(home, int(choice))
+            except models.StoreBusyError as busy:
+                st.error(plain_markdown(busy))
+                st.stop()
             except OSError as write_exc:
                 _storage_problem(write_exc)
             st.rerun()

@@ -62,8 +62,10 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tools.processes import TOKEN_ENV, tagged  # noqa: E402 (the checkout's tools/)
+
 RESULTS = Path(__file__).resolve().parent / "results"
-TOKEN_ENV = "VRVM_LEAK_TOKEN"
 POLL_S = 0.1
 START_TIMEOUT_S = 120.0  # imports + data generation before the first worker, loaded machine
 
@@ -120,27 +122,6 @@ def kind(proc: psutil.Process) -> str:
     return "other"
 
 
-def tagged(token: str, exclude: int) -> list[psutil.Process]:
-    """Live (non-zombie) processes whose environment holds ``token``, but ``exclude``.
-
-    The environment is inherited whatever the process tree becomes: orphans are
-    re-parented to init (or a subreaper), so a walk of the parent's children would
-    miss exactly the processes we are looking for.
-    """
-    found = []
-    for proc in psutil.process_iter():
-        if proc.pid == exclude:
-            continue
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                continue
-            if proc.environ().get(TOKEN_ENV) == token:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
 def count_kinds(procs: list[psutil.Process]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for proc in procs:
@@ -174,7 +155,7 @@ def shm_entries(parent_pid: int) -> list[Path]:
 def end_survivors(token: str, parent_pid: int) -> None:
     """End what a kill left (workers first, so the trackers see EOF and clean up)."""
     for group in (("loky worker", "other"), ("loky resource tracker", "mp resource tracker")):
-        for proc in tagged(token, parent_pid):
+        for proc in tagged(token, exclude=parent_pid):
             if kind(proc) in group:
                 try:
                     os.kill(proc.pid, signal.SIGKILL)
@@ -182,7 +163,7 @@ def end_survivors(token: str, parent_pid: int) -> None:
                     pass
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline and any(
-            kind(p) in group for p in tagged(token, parent_pid)
+            kind(p) in group for p in tagged(token, exclude=parent_pid)
         ):
             time.sleep(POLL_S)
     for path in shm_entries(parent_pid):
@@ -223,7 +204,7 @@ def one_kill(args, delay_s: float) -> Kill:
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and parent.poll() is None:
-            if count_kinds(tagged(token, parent.pid)).get("loky worker", 0) > 0:
+            if count_kinds(tagged(token, exclude=parent.pid)).get("loky worker", 0) > 0:
                 break
             time.sleep(POLL_S)
         else:
@@ -235,14 +216,14 @@ def one_kill(args, delay_s: float) -> Kill:
             record.note = "parent exited before the kill" + last_line(home / "parent.log")
             return record
         record.phase = "idle" if (home / "trained").exists() else "training"
-        record.at_kill = count_kinds(tagged(token, parent.pid))
+        record.at_kill = count_kinds(tagged(token, exclude=parent.pid))
         os.kill(parent.pid, getattr(signal, f"SIG{args.signal}"))
         parent.wait(timeout=30)
         killed = time.monotonic()
-        left = tagged(token, parent.pid)
+        left = tagged(token, exclude=parent.pid)
         while left and time.monotonic() - killed < args.settle_s:
             time.sleep(POLL_S)
-            left = tagged(token, parent.pid)
+            left = tagged(token, exclude=parent.pid)
         if not left:
             record.gone_after_s = round(time.monotonic() - killed, 2)
             # the trackers remove /dev/shm entries as they exit: give the last one a moment

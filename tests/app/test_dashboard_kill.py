@@ -25,13 +25,14 @@ from tools.browser import CHROMIUM, CHROMIUM_ARGS, REPO, free_port
 
 psutil = pytest.importorskip("psutil", reason="psutil (a dependency of dask.distributed)")
 
+from tools.processes import TOKEN_ENV, tagged  # noqa: E402 (after the skip for psutil)
+
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.slow,
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics"),
 ]
 
-TOKEN_ENV = "VRVM_TEST_PROCESS_TOKEN"
 FIRST_START = {  # big enough that training lasts several seconds on two workers
     "VRVM_DEMO_TRIPS": "20000",
     "VRVM_DEMO_MEMBERS": "4",
@@ -50,18 +51,6 @@ def chromium():
             pytest.fail(message + " and CI is set, so the browser test must run")
         pytest.skip(message)
     return pytest.importorskip("playwright.sync_api")
-
-
-def _tagged(token: str) -> list:
-    """Live processes whose environment holds ``token`` (the server and its children)."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(TOKEN_ENV) == token:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
 
 
 def _start(home: Path, env: dict, token: str, log: Path) -> tuple[subprocess.Popen, str]:
@@ -109,17 +98,17 @@ def test_a_dashboard_killed_mid_training_leaves_no_process_and_restarts_healed(c
             page.get_by_text("First start").first.wait_for(timeout=30_000)
             # wait until the members train in worker processes, then kill the server
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and len(_tagged(token)) < 3:
+            while time.monotonic() < deadline and len(tagged(token)) < 3:
                 time.sleep(0.2)
-            workers = len(_tagged(token)) - 1
+            workers = len(tagged(token)) - 1
             assert workers >= 2, (tmp_path / "first.log").read_text(errors="replace")
             time.sleep(1.0)  # mid-member
             server.send_signal(signal.SIGKILL)
             server.wait(timeout=10)
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and _tagged(token):
+            while time.monotonic() < deadline and tagged(token):
                 time.sleep(0.2)
-            left = [f"{q.pid}: {' '.join(q.cmdline())[:100]}" for q in _tagged(token)]
+            left = [f"{q.pid}: {' '.join(q.cmdline())[:100]}" for q in tagged(token)]
             assert left == [], f"{len(left)} processes outlived the killed dashboard"
             assert not (home / "models" / "active.json").exists()  # nothing was published
 
@@ -135,5 +124,5 @@ def test_a_dashboard_killed_mid_training_leaves_no_process_and_restarts_healed(c
                 _stop(server2)
         finally:
             browser.close()
-            for proc in _tagged(token):  # only reached when the test already failed
+            for proc in tagged(token):  # only reached when the test already failed
                 proc.kill()

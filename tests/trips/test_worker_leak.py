@@ -25,8 +25,9 @@ pytestmark = pytest.mark.skipif(
 )
 psutil = pytest.importorskip("psutil", reason="psutil (installed with vrvm[dask]) lists processes")
 
+from tools.processes import TOKEN_ENV, tagged  # noqa: E402 (after the skip for psutil)
+
 REPO = Path(__file__).resolve().parents[2]
-TOKEN_ENV = "VRVM_LEAK_TOKEN"
 N_JOBS = 2
 START_TIMEOUT_S = 90.0  # imports and data before the first worker, on a loaded machine
 GONE_TIMEOUT_S = 10.0  # the watchdog polls every 0.5 s; the rest is slack for a busy box
@@ -66,20 +67,6 @@ time.sleep(600)
 """
 
 
-def _tagged(token: str) -> list:
-    """Live (non-zombie) processes whose environment holds ``token``."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                continue
-            if proc.environ().get(TOKEN_ENV) == token:
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
 def _is_worker(proc) -> bool:
     try:
         return "loky.backend.popen_loky_posix" in " ".join(proc.cmdline())
@@ -111,7 +98,7 @@ class Parent:
             )
 
     def descendants(self) -> list:
-        return [p for p in _tagged(self.token) if p.pid != self.proc.pid]
+        return [p for p in tagged(self.token) if p.pid != self.proc.pid]
 
     def wait_for_workers(self, n: int = N_JOBS) -> list:
         deadline = time.monotonic() + START_TIMEOUT_S

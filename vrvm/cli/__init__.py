@@ -49,6 +49,7 @@ from vrvm.cli._args import (
     fraction,
     jobs_int,
     positive_int,
+    seconds,
     seed_int,
     widths_list,
 )
@@ -373,6 +374,18 @@ def _cmd_demo(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 # --------------------------------------------------------------------------- parser
+def _wait_option(parser: argparse.ArgumentParser, prefix: str = "") -> None:
+    """``--wait SECONDS``: how long a store's writer waits for another (exit 75 after)."""
+    parser.add_argument(
+        "--wait",
+        type=seconds,
+        default=DEFAULT_WAIT_S,
+        metavar="SECONDS",
+        help=f"{prefix}how long to wait for another writer before giving up "
+        f"({DEFAULT_WAIT_S:g}; then exit 75, nothing changed)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``vrvm`` command."""
     parser = argparse.ArgumentParser(
@@ -537,13 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="trips are dealt to the members in turn (shard, default, as in training) or "
         "every member learns every trip (all)",
     )
-    update.add_argument(
-        "--wait",
-        type=float,
-        default=DEFAULT_WAIT_S,
-        metavar="SECONDS",
-        help="for a store: how long to wait for another writer before giving up (60)",
-    )
+    _wait_option(update, "for a store: ")
     update.set_defaults(handler=_cmd_update)
 
     versions = commands.add_parser(
@@ -568,13 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--activate", type=positive_int, metavar="VERSION", help="make VERSION active (by hand)"
     )
     versions.add_argument("--json", action="store_true", help="print the table as JSON")
-    versions.add_argument(
-        "--wait",
-        type=float,
-        default=DEFAULT_WAIT_S,
-        metavar="SECONDS",
-        help="how long to wait for another writer before giving up (60)",
-    )
+    _wait_option(versions)
     versions.set_defaults(handler=_cmd_versions)
 
     evaluate = commands.add_parser(

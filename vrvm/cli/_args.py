@@ -73,6 +73,17 @@ def forgetting_factor(text: str) -> float:
     return value
 
 
+def seconds(text: str) -> float:
+    """A non-negative, finite number of seconds (``--wait``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
 def time_zone(text: str) -> str:
     try:
         return check_zone(text)

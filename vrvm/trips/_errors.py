@@ -203,11 +203,13 @@ class ModelFormatError(ValueError):
     """
 
 
-class StoreBusyError(TimeoutError):
+class StoreBusyError(RuntimeError):
     """A store stayed locked by another writer longer than the caller would wait.
 
     Nothing was changed; trying again once the other writer is done succeeds. The
     message names the store, who holds it (when known) and how long the caller waited.
+    Not an ``OSError`` (nor a ``TimeoutError``, which is one): the handlers that say
+    "cannot write ..." for a full or read-only disk must not catch it.
 
     Attributes
     ----------

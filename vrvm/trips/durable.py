@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -34,7 +36,10 @@ __all__ = [
     "atomic_write_json",
     "exclusive_lock",
     "fsync_dir",
+    "remove_temporaries",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -124,6 +129,48 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     except OSError as exc:
         raise storage_error(exc, path.parent) from exc
     return path
+
+
+def remove_temporaries(
+    folder: str | os.PathLike[str], *, older_than_s: float | None = None
+) -> list[str]:
+    """Remove what interrupted writes left directly in ``folder`` (``.tmp-*`` files and
+    folders); returns the names removed, sorted.
+
+    Call it holding the lock every writer of ``folder`` takes, so that only dead
+    writers' temporaries are there; where there is no such lock, ``older_than_s``
+    spares anything younger (a live write). A missing folder has nothing to remove.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     (Path(tmp) / ".tmp-v0002-ab12").mkdir()
+    ...     sizes = [(Path(tmp) / n).write_text("{}") for n in (".tmp-a.json.x1", "kept.json")]
+    ...     removed, left = remove_temporaries(tmp), sorted(p.name for p in Path(tmp).iterdir())
+    >>> removed, left
+    (['.tmp-a.json.x1', '.tmp-v0002-ab12'], ['kept.json'])
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    now = time.time()
+    removed = []
+    for leftover in sorted(folder.glob(f"{TMP_PREFIX}*")):
+        try:
+            if older_than_s is not None and now - leftover.lstat().st_mtime <= older_than_s:
+                continue
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover)
+            else:
+                leftover.unlink()
+        except OSError as exc:  # gone meanwhile, or not ours to remove: leave it
+            if not isinstance(exc, FileNotFoundError):
+                logger.warning("cannot remove %s: %s", leftover, exc)
+            continue
+        removed.append(leftover.name)
+    return removed
 
 
 def atomic_write_json(path: str | os.PathLike[str], document: Mapping[str, Any]) -> Path:

@@ -31,8 +31,13 @@ from typing import Literal
 
 import pandas as pd
 
-from vrvm.trips._errors import TMP_PREFIX, StoreBusyError
-from vrvm.trips.durable import atomic_write, atomic_write_json, exclusive_lock
+from vrvm.trips._errors import StoreBusyError
+from vrvm.trips.durable import (
+    atomic_write,
+    atomic_write_json,
+    exclusive_lock,
+    remove_temporaries,
+)
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_store import ModelStore
 from vrvm.trips.recipes import RecipeBook
@@ -135,16 +140,10 @@ def heal_home(home: str | os.PathLike[str]) -> list[str]:
             repairs += [f"{name}: {r}" for r in store.heal()]
         except StoreBusyError as exc:
             logger.info("not healing %s now: %s", store.root, exc)
-    now = datetime.now(UTC).timestamp()
     for folder in (home, home / TRAINING_DIR, home / ZONES_DIR):
-        for leftover in folder.glob(f"{TMP_PREFIX}*") if folder.is_dir() else ():
-            try:
-                if leftover.is_file() and now - leftover.stat().st_mtime > STALE_AFTER_S:
-                    leftover.unlink()
-                    repairs.append(f"removed {leftover.relative_to(home)}, left by a crash")
-                    logger.warning("data home %s: removed %s", home, leftover.name)
-            except OSError as exc:
-                logger.warning("cannot remove %s: %s", leftover, exc)
+        for name in remove_temporaries(folder, older_than_s=STALE_AFTER_S):
+            repairs.append(f"removed {(folder / name).relative_to(home)}, left by a crash")
+            logger.warning("data home %s: removed %s", home, name)
     return repairs
 
 

@@ -24,7 +24,13 @@ import numpy as np
 
 from vrvm._version import __version__
 from vrvm.trips._faults import crash_point
-from vrvm.trips.durable import TMP_PREFIX, atomic_write_json, exclusive_lock, fsync_dir
+from vrvm.trips.durable import (
+    TMP_PREFIX,
+    atomic_write_json,
+    exclusive_lock,
+    fsync_dir,
+    remove_temporaries,
+)
 from vrvm.trips.model_dir import (
     MODEL_FILE,
     ModelFormatError,
@@ -748,21 +754,14 @@ class ModelStore:
         for name in names:
             path = self._versions_dir / name
             number = _VERSION_DIR.fullmatch(name)
-            if name.startswith(TMP_PREFIX):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(f"removed {name}, left by an interrupted write")
-            elif number and int(number.group(1)) not in committed and path.is_dir():
+            if number and int(number.group(1)) not in committed and path.is_dir():
                 try:
                     path.rmdir()
                     removed.append(f"released the unused version number {name}")
                 except OSError:
                     logger.warning("%s holds files but no %s; left as it is", path, VERSION_FILE)
-        for leftover in sorted(self.root.glob(f"{TMP_PREFIX}*")):
-            if leftover.is_dir():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                leftover.unlink(missing_ok=True)
-            removed.append(f"removed {leftover.name}, left by an interrupted write")
+        for name in remove_temporaries(self._versions_dir) + remove_temporaries(self.root):
+            removed.append(f"removed {name}, left by an interrupted write")
         return removed
 
     def _journal(self) -> list[tuple[Path, int, bool]]:

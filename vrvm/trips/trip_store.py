@@ -69,7 +69,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vrvm.trips._faults import crash_point
-from vrvm.trips.durable import TMP_PREFIX, atomic_write, exclusive_lock, fsync_dir
+from vrvm.trips.durable import (
+    TMP_PREFIX,
+    atomic_write,
+    exclusive_lock,
+    fsync_dir,
+    remove_temporaries,
+)
 from vrvm.trips.table import CANONICAL_COLUMNS, canonical_utc, trip_ids
 from vrvm.trips.timezones import tz_name
 
@@ -366,15 +372,9 @@ class TripStore:
         """
         if not self.root.is_dir():
             return []
-        repairs = []
         with self._locked():
-            leftovers = [*self.root.glob(f"{TMP_PREFIX}*"), *self._parts_dir.glob(f"{TMP_PREFIX}*")]
-            for leftover in sorted(leftovers):
-                if leftover.is_dir():
-                    shutil.rmtree(leftover, ignore_errors=True)
-                else:
-                    leftover.unlink(missing_ok=True)
-                repairs.append(f"removed {leftover.name}, left by an interrupted write")
+            removed = remove_temporaries(self.root) + remove_temporaries(self._parts_dir)
+        repairs = [f"removed {name}, left by an interrupted write" for name in removed]
         for repair in repairs:
             logger.warning("trip store %s: %s", self.root, repair)
         return repairs
