@@ -21,6 +21,7 @@ import streamlit as st
 from app_ui import charts, messages
 from app_ui.context import ModelContext
 from vrvm.services import demo, models, retrain, units
+from vrvm.services.progress import TimeLeft
 from vrvm.services.text import plain_markdown
 
 
@@ -119,14 +120,17 @@ def train_panel(key: str, ctx: ModelContext, *, n_stored: int) -> None:
     st.session_state[f"{key}_last_settings"] = settings
     st.session_state.pop(f"{key}_result", None)
     with st.status(f"Training on {n_stored:,} stored trips", expanded=True) as status:
-        bars: dict[str, object] = {}
+        bars: dict[str, tuple[object, TimeLeft]] = {}
 
-        def progress(option: str, done: int, total: int, elapsed: float) -> None:
+        def progress(option: str, done: int, total: int, elapsed: float, phase: str) -> None:
             if option not in bars:
-                bars[option] = st.progress(0.0)
-            bars[option].progress(
-                done / total, text=f"{option}: member {done} of {total} done ({elapsed:.0f} s)"
+                bars[option] = st.progress(0.0), TimeLeft()
+            bar, time_left = bars[option]
+            label = next(
+                (o["label"] for o in retrain.RETRAIN_OPTIONS if o["key"] == option), option
             )
+            text = time_left.say(done, total, elapsed, phase, what=label)
+            bar.progress(min(done / max(total, 1), 1.0), text=text)
 
         try:
             result = retrain.train_candidates(

@@ -4,11 +4,15 @@ The model is loaded with ``st.cache_resource`` keyed by its path and version, so
 rerun never reloads it and publishing a new version simply makes the next run load (and
 cache) the new one; a published model object is never mutated. The zones are the
 hexagons of its training trips, or the polygons of the zone file chosen in the sidebar
-(cached by that file's fingerprint as well). Once per process the data home is healed
-(:func:`vrvm.services.models.heal_home`: what a killed writer left is finished or
-rolled back, and logged). A data home that cannot be written (or a
-file where it should be) is said in one ``st.error``, naming the path, why and what to
-do, and the page stops there, without a traceback.
+(cached by that file's fingerprint as well). The training trips are never loaded: they
+are a :class:`~vrvm.services.models.TripTable` over the kept file (its footer), and the
+zones and the trips' index by zone are derived from them once per model and kept
+beside them (:mod:`vrvm.services.trip_index`), so a start reads a few hundred kilobytes
+whatever the number of trips, and an answer reads the trips of a few zones. Once per
+process the data home is healed (:func:`vrvm.services.models.heal_home`: what a killed
+writer left is finished or rolled back, and logged). A data home that cannot be written
+(or a file where it should be) is said in one ``st.error``, naming the path, why and
+what to do, and the page stops there, without a traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
 from app_ui import sidebar
@@ -25,6 +28,8 @@ from vrvm import ModelFormatError, TravelTimeModel, ZoneFile
 from vrvm.services import area as area_svc
 from vrvm.services import demo, models
 from vrvm.services.area import ServiceArea
+from vrvm.services.models import TripTable
+from vrvm.services.progress import TimeLeft
 from vrvm.services.text import plain_markdown
 
 logger = logging.getLogger(__name__)
@@ -38,7 +43,7 @@ class ModelContext:
     version: int
     model: TravelTimeModel
     area: ServiceArea
-    trips: pd.DataFrame | None
+    trips: TripTable | None
     synthetic: bool
 
 
@@ -49,8 +54,8 @@ def _load_model(path: str, version: int) -> TravelTimeModel:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _training_trips(home: str, path: str, version: int) -> pd.DataFrame | None:
-    return models.load_training_trips(Path(home), _load_model(path, version))
+def _training_trips(home: str, path: str, version: int) -> TripTable | None:
+    return models.training_trip_table(Path(home), _load_model(path, version))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -59,7 +64,7 @@ def _zone_polygons(home: str, name: str, fingerprint: str, added_at: str) -> Zon
     return area_svc.load_zone_choice(home, name)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner="Indexing the training trips by zone", max_entries=8)
 def _service_area(
     home: str,
     path: str,
@@ -133,8 +138,11 @@ def _first_start(home: Path) -> None:
         )
         bar = st.progress(0.0, text="Preparing")
 
-        def progress(done: int, total: int, elapsed: float) -> None:
-            bar.progress(done / total, text=f"Member {done} of {total} trained ({elapsed:.0f} s)")
+        time_left = TimeLeft()  # each phase's bar says its time left
+
+        def progress(done: int, total: int, elapsed: float, phase: str) -> None:
+            text = time_left.say(done, total, elapsed, phase)
+            bar.progress(min(done / max(total, 1), 1.0), text=text)
 
         try:
             version, _ = demo.ensure_demo_model(home, settings, progress=progress, stage=st.write)

@@ -407,10 +407,12 @@ def test_progress_bar_redraws_on_a_terminal():
             return True
 
     stream = Terminal()
-    bar = ProgressBar(stream, "members", width=4)
-    bar(1, 2, 0.5)
-    bar(2, 2, 1.0)
-    assert stream.getvalue() == ("\rmembers [##--] 1/2     0.5 s\rmembers [####] 2/2     1.0 s\n")
+    bar = ProgressBar(stream, width=4)
+    bar(1, 2, 0.5, "members")  # the fit's protocol: done, total, elapsed_s, phase
+    bar(2, 2, 1.0, "members")
+    first = "members [##--] 1/2  0.5 s, about 0.5 s left"
+    last = "members [####] 2/2  1.0 s"  # padded over the longer line before it
+    assert stream.getvalue() == f"\r{first}\r{last}{' ' * (len(first) - len(last))}\n"
 
 
 def test_update_a_model_directory_and_a_store(workdir, tmp_path):

@@ -58,7 +58,8 @@ def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_
     assert result.kinds == {full: "train", update: "update"}
     assert result.trips_used == {full: 600, update: 600}  # added after version 1: all new
     assert result.candidates[update] is not tiny_model
-    assert calls[-1][:3] == ("full", 2, 2)
+    members = [c for c in calls if c[0] == "full" and c[4] == "members"]
+    assert members[-1][1:3] == (2, 2)  # progress(option, done, total, elapsed_s, phase)
     assert set(result.metrics) == {full, update, "active (v1)"}
     assert result.comparable and result.refused_update is None and not result.new_area
     assert result.area_check.ok

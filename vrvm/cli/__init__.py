@@ -40,7 +40,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-import numpy as np
 import pandas as pd
 
 from vrvm._version import __version__
@@ -54,26 +53,30 @@ from vrvm.cli._args import (
     widths_list,
 )
 from vrvm.cli._output import (
-    ProgressBar,
     format_demo_table,
     format_metrics,
-    holdout_summary,
     print_report,
     write_table,
 )
-from vrvm.cli._reading import cmd_inspect, predict_in_batches, reading_options, reading_parser
+from vrvm.cli._reading import (
+    cmd_inspect,
+    predict_in_batches,
+    predict_progress,
+    reading_options,
+    reading_parser,
+)
+from vrvm.cli._train import check_model_target, cmd_train, fit_with_progress
 from vrvm.services.area_check import check_same_area
 from vrvm.services.demo import demo_predictions
-from vrvm.services.models import default_model_name, model_name, store_versions_table
+from vrvm.services.models import model_name, store_versions_table
 from vrvm.services.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
+from vrvm.services.progress import format_seconds
 from vrvm.trips.durable import StorageError, StoreBusyError, storage_error
 from vrvm.trips.home import MODELS_DIR, load_training_trips
 from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.model_dir import MODEL_FILE
 from vrvm.trips.model_store import DEFAULT_WAIT_S, VERSIONS_DIR, ModelStore
 from vrvm.trips.reader import read_trips
 from vrvm.trips.settings import KEEP_VERSIONS_ENV, keep_versions
-from vrvm.trips.split import split_holdout
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, synthetic_city
 from vrvm.trips.table import trips_sha256
 
@@ -95,100 +98,10 @@ class UsageError(Exception):
 # --------------------------------------------------------------------------- commands
 
 
-def _fit_with_progress(model, trips: pd.DataFrame, quiet: bool, stderr: IO[str]) -> None:
-    """Fit ``model`` on ``trips``, announcing it and drawing the members' progress bar."""
-    if not quiet:
-        widths = model.kernel_widths
-        how = (
-            "choosing kernel widths on a subsample first"
-            if isinstance(widths, str)
-            else "kernel widths " + ", ".join(f"{w:g}" for w in np.atleast_1d(widths))
-        )
-        stderr.write(f"fitting {model.n_members} members on {len(trips):,} trips ({how}) ...\n")
-        stderr.flush()
-    progress = None if quiet else ProgressBar(stderr, "members")
-    model.fit(trips, progress=progress)
-
-
 def _cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
     if args.backend != "dask" and args.scheduler is not None:
         raise UsageError("--scheduler needs --backend dask")
-    _check_model_target(Path(args.out))  # before the fit, not after it
-    trips, report = read_trips(args.trips, **reading_options(args))
-    if not args.quiet:
-        print_report(report, "training data", stderr)
-    if len(trips) == 0:
-        raise ValueError(f"{args.trips}: no trips left after cleaning")
-    test = None
-    if args.holdout > 0:
-        # Without --seed the split is still recorded, so it can be repeated.
-        split_seed = args.seed
-        if split_seed is None:
-            split_seed = int(np.random.SeedSequence().generate_state(1)[0])
-        trips, test = split_holdout(trips, args.holdout, seed=split_seed)
-    model = TravelTimeModel(
-        name=args.name or default_model_name(Path(args.trips).name),
-        n_members=args.members,
-        target=args.target,
-        kernel_widths=args.widths,
-        max_basis=args.max_basis,
-        factorization=args.factorization,
-        noise_model=args.noise_model,
-        n_jobs=args.n_jobs,
-        backend=args.backend,
-        client=args.scheduler,
-        random_state=args.seed,
-    )
-    _fit_with_progress(model, trips, args.quiet, stderr)
-    metrics = None
-    if test is not None:
-        metrics = {
-            "holdout": {
-                "fraction": args.holdout,
-                "how": "random",
-                "seed": split_seed,
-                "n_train": len(trips),
-                "n_test": len(test),
-            },
-            **model.evaluate(test),
-        }
-    model.save(args.out, metrics=metrics)
-
-    relevance = model.n_relevance_
-    lines = [
-        f"trained “{model_name(model)}”: {len(model.members_)} members on {len(trips):,} "
-        f"trips in {model.fit_time_s_:.1f} s (target: {args.target})",
-        "kernel widths: " + ", ".join(f"{w:.4g}" for w in model.kernel_widths_),
-        "relevance vectors per member: "
-        + ", ".join(str(int(r)) for r in relevance)
-        + f" (mean {relevance.mean():.1f})",
-        f"trips per member: {int(model.shard_sizes_.min()):,}-{int(model.shard_sizes_.max()):,}"
-        + (
-            f", stratified on H3 resolution {model.h3_resolution_} zones x hour"
-            if model.h3_resolution_ is not None
-            else ""
-        ),
-    ]
-    if metrics is not None:
-        lines.append(holdout_summary(metrics, args.units))
-    lines.append(f"saved to {args.out}" + (" (with the held-out metrics)" if metrics else ""))
-    stdout.write("\n".join(lines) + "\n")
-    return 0
-
-
-def _check_model_target(path: Path) -> None:
-    """Refuse early what saving would refuse: replacing something that is not a model,
-    or a folder that cannot be made because a file stands in its way."""
-    existing = next((p for p in path.parents if p.exists()), None)
-    if existing is not None and not existing.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
-    if path.is_file() or (
-        path.is_dir() and not (path / MODEL_FILE).is_file() and any(path.iterdir())
-    ):
-        raise FileExistsError(
-            f"{path} exists and is not a model directory; refusing to replace it "
-            "(choose another --out)"
-        )
+    return cmd_train(args, stdout, stderr)
 
 
 def _store_root(path: Path) -> Path | None:
@@ -212,7 +125,7 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
     target = Path(args.model)
     root = _store_root(target)
     if root is None:
-        _check_model_target(Path(args.out or target))
+        check_model_target(Path(args.out or target))
     trips, report = read_trips(args.trips, **reading_options(args))
     if not args.quiet:
         print_report(report, "update data", stderr)
@@ -302,9 +215,16 @@ def _cmd_versions(args, stdout: IO[str], stderr: IO[str]) -> int:
 def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
     model = TravelTimeModel.load(args.model)
     # Read, predicted and written in batches: memory does not grow with the file.
-    n_predicted, report = predict_in_batches(
-        model, args.queries, reading_options(args), args.out, stdout
-    )
+    started = time.perf_counter()
+    bar = None if args.quiet else predict_progress(args.queries, stderr)
+    try:
+        n_predicted, report = predict_in_batches(
+            model, args.queries, reading_options(args), args.out, stdout, progress=bar
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    elapsed_s = time.perf_counter() - started
     if report.dropped:
         stderr.write(
             f"vrvm: warning: {report.dropped:,} of {report.n_input:,} query rows could not "
@@ -312,7 +232,11 @@ def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
         )
         stderr.write("\n".join(report.summary().splitlines()[1:]) + "\n")
     if args.out != "-":
-        stderr.write(f"wrote {n_predicted:,} predictions to {args.out}\n")
+        rate = f"{n_predicted / elapsed_s:,.0f} queries/s" if n_predicted else "no queries"
+        stderr.write(
+            f"wrote {n_predicted:,} predictions to {args.out} "
+            f"in {format_seconds(elapsed_s)} ({rate})\n"
+        )
     return 0
 
 
@@ -349,7 +273,7 @@ def _cmd_demo_data(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 def _cmd_demo(args, stdout: IO[str], stderr: IO[str]) -> int:
-    _check_model_target(Path(args.out))  # before the fit, not after it
+    check_model_target(Path(args.out))  # before the fit, not after it
     if not args.quiet:
         stderr.write(
             f"generating {args.trips:,} trips of {SYNTHETIC_CITY_NAME} (SYNTHETIC data, "
@@ -358,7 +282,7 @@ def _cmd_demo(args, stdout: IO[str], stderr: IO[str]) -> int:
         stderr.flush()
     trips = synthetic_city(args.trips, seed=args.seed)
     model = TravelTimeModel(n_members=args.members, n_jobs=args.n_jobs, random_state=args.seed)
-    _fit_with_progress(model, trips, args.quiet, stderr)
+    fit_with_progress(model, trips, args.quiet, stderr)
     model.save(args.out)
     stdout.write(
         f"trained {len(model.members_)} members on {len(trips):,} synthetic trips in "
@@ -438,7 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
         "atomically to a model directory. The cleaning report and progress go to stderr, "
         "the summary to stdout.",
     )
-    train.add_argument("trips", metavar="TRIPS", help="trip file (CSV or Parquet)")
+    train.add_argument(
+        "trips",
+        metavar="TRIPS",
+        help="trip file (CSV or Parquet) or a folder of Parquet files; a folder, or a "
+        "Parquet file with more than MEMBERS x SUBSAMPLE rows, is read part by part "
+        "(out of core) and fitted in two stages",
+    )
     train.add_argument("--out", required=True, metavar="DIR", help="model directory to write")
     train.add_argument(
         "--name",
@@ -486,6 +416,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FRACTION",
         help="hold out this random fraction of the trips (split by --seed), score the "
         "model on it and store the metrics with the model (0: train on all)",
+    )
+    train.add_argument(
+        "--subsample-size",
+        type=positive_int,
+        default=20_000,
+        metavar="SUBSAMPLE",
+        help="trips per member on which its basis is chosen; beyond it the members are "
+        "refitted on all their trips from sufficient statistics (20000)",
     )
     train.add_argument("--seed", type=seed_int, default=None, help="random seed")
     train.add_argument(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
 
 from vrvm.services.demo import DEMO_DAY, DEMO_DEPARTURES, DEMO_LEVEL
+from vrvm.services.progress import TimeLeft, describe_progress
 from vrvm.services.units import format_metric, metric_label, metric_value
 from vrvm.trips.cleaning import CleaningReport
 from vrvm.trips.durable import atomic_write
@@ -34,23 +36,66 @@ def write_table(frame: pd.DataFrame, out: str, stdout: IO[str]) -> None:
 
 
 class ProgressBar:
-    """Plain-text progress on a stream: a redrawn bar on terminals, one line per step else."""
+    """Progress on a stream, with the time left: a bar redrawn on terminals, lines else.
 
-    def __init__(self, stream: IO[str], label: str, width: int = 30):
+    Called as ``progress(done, total, elapsed_s, phase)`` (the protocol of
+    :meth:`vrvm.TravelTimeModel.fit`); every phase gets its own bar, with the time so
+    far and the estimate of the time left in the phase
+    (:class:`~vrvm.services.progress.TimeLeft`)::
+
+        members [############------------------] 3/8  41 s, about 1 min 08 s left
+
+    On a terminal the bar is redrawn in place and ends its line when the phase is
+    done; elsewhere (a log file, a pipe) each report is one line, ``members: 3/8 done
+    (41 s, about 1 min 08 s left)``, at most one every ``every_s`` seconds besides the
+    last of each phase. Nothing is shown before ``delay_s`` seconds (work that ends
+    sooner shows nothing).
+    """
+
+    def __init__(self, stream: IO[str], width: int = 30, *, every_s: float = 0.0, delay_s=0.0):
         self.stream = stream
-        self.label = label
         self.width = width
+        self.every_s = every_s
+        self.delay_s = delay_s
         self.interactive = bool(getattr(stream, "isatty", lambda: False)())
+        self.time_left = TimeLeft()
+        self._open_width = 0  # characters of an unfinished terminal line
+        self._shown_s = -math.inf
 
-    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
-        if self.interactive:
-            filled = round(self.width * done / max(total, 1))
-            bar = "#" * filled + "-" * (self.width - filled)
-            end = "\n" if done >= total else ""
-            self.stream.write(f"\r{self.label} [{bar}] {done}/{total}  {elapsed_s:6.1f} s{end}")
+    def __call__(self, done: int, total: int, elapsed_s: float, phase: str = "members") -> None:
+        new_phase = phase != self.time_left.phase
+        remaining = self.time_left.update(done, total, elapsed_s, phase)
+        finished = total > 0 and done >= total
+        if elapsed_s < self.delay_s and not (finished and self._shown_s > -math.inf):
+            return
+        if not finished and elapsed_s - self._shown_s < self.every_s and not new_phase:
+            return
+        self._shown_s = elapsed_s
+        timing = describe_progress(elapsed_s, remaining)
+        count = f"{done:,}/{total:,}" if total > 0 else f"{done:,}"
+        if not self.interactive:
+            self.stream.write(f"{phase}: {count} done ({timing})\n")
+            self.stream.flush()
+            return
+        if new_phase and self._open_width:
+            self.stream.write("\n")
+            self._open_width = 0
+        if total > 0:
+            filled = min(round(self.width * done / total), self.width)
+            line = f"{phase} [{'#' * filled}{'-' * (self.width - filled)}] {count}  {timing}"
         else:
-            self.stream.write(f"{self.label}: {done}/{total} done ({elapsed_s:.1f} s)\n")
+            line = f"{phase} {count}  {timing}"
+        pad = " " * max(self._open_width - len(line), 0)  # wipe a longer line drawn before
+        self.stream.write(f"\r{line}{pad}" + ("\n" if finished else ""))
+        self._open_width = 0 if finished else len(line)
         self.stream.flush()
+
+    def close(self) -> None:
+        """End a bar left unfinished (work stopped early), so later output starts afresh."""
+        if self._open_width:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open_width = 0
 
 
 def print_report(report: CleaningReport, what: str, stderr: IO[str]) -> None:

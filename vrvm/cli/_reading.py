@@ -9,7 +9,8 @@ Every command that reads trips (``train``, ``update``, ``evaluate``, ``predict``
 
 ``vrvm inspect`` reads the header and the first :data:`INSPECT_ROWS` rows, never the
 whole file; ``vrvm predict`` reads, predicts and writes its queries in batches
-(:func:`predict_in_batches`), so its memory does not grow with the file.
+(:func:`predict_in_batches`), so its memory does not grow with the file, and shows its
+progress on large files (:func:`predict_progress`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ import os
 import re
 import shutil
 import tempfile
+import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -30,16 +34,18 @@ import numpy as np
 import pandas as pd
 
 from vrvm.cli._args import time_zone
+from vrvm.cli._output import ProgressBar
 from vrvm.services.predictions import (
     PREDICTION_COLUMNS,
     QUERY_CLEANING,
     SCORE_COLUMNS,
     prediction_table,
 )
+from vrvm.services.progress import ProgressCallback
 from vrvm.trips.cleaning import CleaningReport, combine_reports
 from vrvm.trips.durable import atomic_write
 from vrvm.trips.formats import CLOCK_FORMATS, WEEKDAY_FORMATS, check_date_format
-from vrvm.trips.layouts import ROLE_LABELS, ROLES, SCHEMAS
+from vrvm.trips.layouts import DURATION_ROLES, ROLE_LABELS, ROLES, SCHEMAS
 from vrvm.trips.reader import ReadLimits, iter_trips, read_layout, read_trips
 
 if TYPE_CHECKING:
@@ -49,8 +55,10 @@ __all__ = [
     "INSPECT_ROWS",
     "MIN_TRAINING_TRIPS",
     "PREDICT_BATCH_BYTES",
+    "PREDICT_PROGRESS_BYTES",
     "cmd_inspect",
     "predict_in_batches",
+    "predict_progress",
     "reading_options",
     "reading_parser",
 ]
@@ -62,6 +70,17 @@ INSPECT_ROWS = 10_000
 PREDICT_BATCH_BYTES = 2 * 2**20
 """Bytes of query text ``vrvm predict`` reads, predicts and writes at once (2 MiB: some
 30,000 queries; the model's features for them take a few tens of MB)."""
+
+PREDICT_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
+"""Threads that predict batches of ``vrvm predict`` at once: one per core (at most 8);
+each runs BLAS on one thread."""
+PREDICT_PROGRESS_BYTES = 32 * 2**20
+"""Files of queries from this size on (32 MiB: about a million Parquet rows) show the
+progress of ``vrvm predict`` when stderr is not a terminal (a log file, a pipe)."""
+PREDICT_PROGRESS_EVERY_S = 10.0
+"""Seconds between two progress lines when stderr is not a terminal."""
+PREDICT_PROGRESS_DELAY_S = 2.0
+"""A terminal shows the progress bar of ``vrvm predict`` once it has taken this long."""
 
 _N_SHOWN = 10
 
@@ -246,39 +265,159 @@ _CSV_OPENERS: dict[str, Callable[..., IO[str]]] = {
 class _Predictions:
     """The prediction tables of a file of queries, batch by batch, and what they held.
 
-    Iterating reads a batch, predicts it and yields its table (every column, the scores
-    too); ``reports`` and ``scored`` (some query carried a travel time) grow with it.
+    Iterating reads a batch, predicts it and yields its table (``columns``: every
+    column, the scores too, unless the file has no travel time at all); ``reports``,
+    ``rows_read`` and ``scored`` (some query carried a travel time) grow with it, and
+    ``progress`` hears of every batch (rows read of ``total_rows``, phase "queries").
     """
 
-    def __init__(self, model: TravelTimeModel, batches: Iterable[tuple[pd.DataFrame, Any]]):
+    def __init__(
+        self,
+        model: TravelTimeModel,
+        batches: Iterable[tuple[pd.DataFrame, Any]],
+        columns: tuple[str, ...] = _COLUMNS,
+        progress: ProgressCallback | None = None,
+        total_rows: int = 0,
+        started: float | None = None,
+    ):
         self.model = model
         self.batches = batches
+        self.columns = list(columns)
         self.reports: list[CleaningReport] = []
         self.scored = False
+        self.rows_read = 0
+        self.progress = progress
+        self.total_rows = total_rows
+        self.started = time.perf_counter() if started is None else started
+
+    @property
+    def may_be_scored(self) -> bool:
+        """Whether the tables have the score columns (some row may have a travel time)."""
+        return self.columns[-1] == _COLUMNS[-1]
+
+    def _report(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total, time.perf_counter() - self.started, "queries")
+
+    def _table(self, queries: pd.DataFrame, report: CleaningReport) -> pd.DataFrame:
+        return prediction_table(self.model, queries, report).reindex(columns=self.columns)
 
     def __iter__(self) -> Iterator[pd.DataFrame]:
-        for queries, report in self.batches:
-            self.reports.append(report)
-            truth = queries["travel_time_s"].to_numpy(dtype=np.float64)
-            self.scored = self.scored or bool(np.isfinite(truth).any())
-            yield prediction_table(self.model, queries, report).reindex(columns=list(_COLUMNS))
+        """The tables in file order, predicted by :data:`PREDICT_THREADS` threads.
+
+        This thread reads batch i + 1 and writes batch i - 1 (between the yields) while
+        the threads predict: numpy, scipy and BLAS release the GIL, so each core
+        predicts its own batch. At most ``PREDICT_THREADS + 1`` batches are held.
+        """
+        self._report(0, self.total_rows)
+        with ThreadPoolExecutor(PREDICT_THREADS, thread_name_prefix="vrvm-predict") as pool:
+            pending: deque = deque()
+            try:
+                for queries, report in self.batches:
+                    self.reports.append(report)
+                    truth = queries["travel_time_s"].to_numpy(dtype=np.float64)
+                    self.scored = self.scored or bool(np.isfinite(truth).any())
+                    pending.append((pool.submit(self._table, queries, report), report))
+                    del queries  # held by the task only
+                    while len(pending) > PREDICT_THREADS:
+                        yield self._finished(*pending.popleft())
+                while pending:
+                    yield self._finished(*pending.popleft())
+            finally:  # an error or an abandoned iteration: do not predict the rest
+                for future, _ in pending:
+                    future.cancel()
+        self._report(self.rows_read, self.rows_read)
+
+    def _finished(self, future: Future, report: CleaningReport) -> pd.DataFrame:
+        table = future.result()
+        self.rows_read += report.n_input + report.n_empty_rows
+        if self.total_rows:  # a count of lines may exceed the rows (quoted line breaks)
+            self._report(min(self.rows_read, self.total_rows - 1), self.total_rows)
+        else:
+            self._report(self.rows_read, 0)
+        return table
+
+
+def predict_progress(path: str, stream: IO[str]) -> ProgressBar | None:
+    """The progress bar of ``vrvm predict`` on ``stream``, or None where it is not shown.
+
+    On a terminal a bar is redrawn once the prediction has taken
+    :data:`PREDICT_PROGRESS_DELAY_S`; elsewhere (a log file, a pipe, a test's captured
+    stderr) only files of :data:`PREDICT_PROGRESS_BYTES` or more show progress, one line
+    at most every :data:`PREDICT_PROGRESS_EVERY_S`.
+    """
+    if bool(getattr(stream, "isatty", lambda: False)()):
+        return ProgressBar(stream, delay_s=PREDICT_PROGRESS_DELAY_S)
+    try:
+        large = os.path.getsize(path) >= PREDICT_PROGRESS_BYTES
+    except OSError:
+        return None
+    return ProgressBar(stream, every_s=PREDICT_PROGRESS_EVERY_S) if large else None
+
+
+_COMPRESSED_MAGIC: dict[bytes, Callable[..., IO[bytes]]] = {
+    b"\x1f\x8b": gzip.open,
+    b"BZh": bz2.open,
+    b"\xfd7zXZ\x00": lzma.open,
+}
+
+
+def count_query_rows(path: str) -> int:
+    """Data rows of a file of queries, for the progress of ``vrvm predict``; 0 if unknown.
+
+    Parquet: the row count in the file's footer. CSV: its lines after the header
+    (decompressed for gzip, bz2 and xz; 0 for other compressions), counted in 8 MiB
+    reads; a quoted line break counts as a row, so this may exceed the rows.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+        if head.startswith(b"PAR1"):
+            with pq.ParquetFile(path) as parquet:
+                return int(parquet.metadata.num_rows)
+        opener = next((o for m, o in _COMPRESSED_MAGIC.items() if head.startswith(m)), open)
+        if head.startswith(b"PK\x03\x04"):
+            return 0
+        lines, last = 0, b"\n"
+        with opener(path, "rb") as text:
+            while chunk := text.read(8 * 2**20):
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+        return max(lines + (last != b"\n") - 1, 0)
+    except (OSError, EOFError, ValueError, lzma.LZMAError):
+        return 0
 
 
 def predict_in_batches(
-    model: TravelTimeModel, path: str, options: dict[str, Any], out: str, stdout: IO[str]
+    model: TravelTimeModel,
+    path: str,
+    options: dict[str, Any],
+    out: str,
+    stdout: IO[str],
+    *,
+    progress: ProgressCallback | None = None,
 ) -> tuple[int, CleaningReport]:
     """Predict a file of queries batch by batch, writing each batch as it comes.
 
     The queries are read as :func:`vrvm.services.predictions.read_queries` reads them
     (travel times optional, every row's line number, naive times in the model's zone,
     the reading ``options``), but in batches (:func:`vrvm.trips.reader.iter_trips`, of
-    :data:`PREDICT_BATCH_BYTES`); each batch's predictions
-    (:func:`~vrvm.services.predictions.prediction_table`) are written before the next
-    is read. The output is the one a whole-file prediction writes: CSV (compressed for
-    ``.gz``, ``.bz2``, ``.xz``), Parquet for ``.parquet``/``.pq``, written atomically,
-    or CSV on ``stdout`` for ``out="-"``; the travel time and the scores are columns
-    only when some query carries a travel time (known once all are read: the file is
-    then written again without them).
+    :data:`PREDICT_BATCH_BYTES` of CSV text or 65,536 Parquet rows); each batch's
+    predictions (:func:`~vrvm.services.predictions.prediction_table`) are written
+    before the next is read (Parquet row group by row group through one
+    ``ParquetWriter``), so memory does not grow with the file. The output is the one a
+    whole-file prediction writes: CSV (compressed for ``.gz``, ``.bz2``, ``.xz``),
+    Parquet for ``.parquet``/``.pq``, written atomically, or CSV on ``stdout`` for
+    ``out="-"``; the travel time and the scores are columns only when some query
+    carries a travel time (a file without a travel-time column is written without
+    them; one whose travel times are all empty is known once all are read, and then
+    written again without them).
+
+    ``progress``, if given, is called as ``progress(rows_read, total_rows, elapsed_s,
+    "queries")`` before the first batch and after each (:func:`count_query_rows`; the
+    total is 0 when unknown), and once more at the end with both equal.
 
     Returns
     -------
@@ -287,6 +426,14 @@ def predict_in_batches(
     report : CleaningReport
         The report of the whole file.
     """
+    started = time.perf_counter()
+    layout, _ = read_layout(
+        path,
+        schema=options.get("schema", "auto"),
+        column_map=options.get("column_map"),
+        require_travel_time=False,
+    )
+    timed = any(role in layout.mapping for role in DURATION_ROLES)
     batches = iter_trips(
         path,
         **{**options, "tz": options.get("tz") or model.tz_},
@@ -295,12 +442,14 @@ def predict_in_batches(
         row_numbers=True,
         limits=ReadLimits(batch_bytes=PREDICT_BATCH_BYTES),
     )
-    tables = _Predictions(model, batches)
+    columns = _COLUMNS if timed else _COLUMNS[: -len(_SCORED)]
+    total_rows = count_query_rows(path) if progress is not None else 0
+    tables = _Predictions(model, batches, columns, progress, total_rows, started)
     if out == "-":
         with tempfile.TemporaryFile("w+", newline="", encoding="utf-8") as spool:
             _write_csv(spool, tables)
             spool.seek(0)
-            _copy_csv(spool, stdout, tables.scored)
+            _copy_csv(spool, stdout, tables.scored or not tables.may_be_scored)
     else:
         suffix = Path(out).suffix.lower()
 
@@ -311,7 +460,7 @@ def predict_in_batches(
             opener = _CSV_OPENERS.get(suffix, open)
             with opener(tmp, "wt", newline="", encoding="utf-8") as handle:
                 _write_csv(handle, tables)
-            if not tables.scored:
+            if tables.may_be_scored and not tables.scored:
                 _drop_scores_csv(tmp, opener)
 
         atomic_write(Path(out), write)
@@ -355,7 +504,7 @@ def _write_parquet(path: Path, tables: _Predictions) -> None:
     import pyarrow.parquet as pq
 
     _write_arrow(path, (_arrow(table) for table in tables))
-    if tables.scored:
+    if tables.scored or not tables.may_be_scored:
         return
     part = path.with_name(path.name + ".part")
     keep = list(_COLUMNS[: -len(_SCORED)])

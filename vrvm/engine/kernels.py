@@ -61,6 +61,35 @@ class SufficientStatistics:
     yy: float
     n: int
 
+    def __add__(self, other: SufficientStatistics) -> SufficientStatistics:
+        """Statistics of the union of two disjoint row sets: every term is a sum over rows.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 2)); y = rng.normal(size=40)
+        >>> spec = BasisSpec(centres=X[:5], widths=np.array([1.0]))
+        >>> both = sufficient_statistics(spec, X[:15], y[:15]) + sufficient_statistics(
+        ...     spec, X[15:], y[15:])
+        >>> whole = sufficient_statistics(spec, X, y)
+        >>> bool(np.allclose(both.G, whole.G) and np.allclose(both.h, whole.h)), both.n
+        (True, 40)
+        """
+        if not isinstance(other, SufficientStatistics):
+            return NotImplemented
+        if other.h.shape != self.h.shape:
+            raise ValueError(
+                f"cannot add statistics of {self.h.size} and {other.h.size} basis functions"
+            )
+        return SufficientStatistics(
+            self.G + other.G, self.h + other.h, self.yy + other.yy, self.n + other.n
+        )
+
+    @classmethod
+    def zeros(cls, n_columns: int) -> SufficientStatistics:
+        """Statistics of no rows (the start of a sum)."""
+        return cls(np.zeros((n_columns, n_columns)), np.zeros(n_columns), 0.0, 0)
+
     def subset(self, columns: np.ndarray) -> SufficientStatistics:
         """Statistics of the sub-model that keeps only ``columns``."""
         columns = np.asarray(columns)
@@ -290,11 +319,13 @@ def sufficient_statistics(
     linear: np.ndarray | None = None,
     *,
     chunk_size: int | None = None,
+    columns: np.ndarray | None = None,
 ) -> SufficientStatistics:
     """Accumulate G = Phi^T Phi, h = Phi^T y and y^T y over row chunks.
 
     Memory is O(M^2 + chunk_size * M); G is updated by the BLAS symmetric rank-k
-    update (dsyrk), the cheapest way to form Phi^T Phi.
+    update (dsyrk), the cheapest way to form Phi^T Phi. ``columns`` restricts Phi to
+    those columns of ``spec`` (in that order), for example a fitted model's active set.
 
     Examples
     --------
@@ -306,8 +337,8 @@ def sufficient_statistics(
     >>> bool(np.allclose(one.G, many.G) and np.allclose(one.h, many.h))
     True
     """
-    M = spec.n_columns
-    chunk = min(chunk_size or default_chunk_size(M + 1), X.shape[0])
+    M = spec.n_columns if columns is None else len(columns)
+    chunk = max(1, min(chunk_size or default_chunk_size(M + 1), X.shape[0]))
     # [Phi, y]^T [Phi, y] = [[G, h], [h^T, y^T y]]: one dsyrk per chunk gives G and h
     # (the target rides along as column M of the chunk buffer, which is reused)
     G = np.zeros((M + 1, M + 1), dtype=np.float64, order="F")
@@ -316,7 +347,10 @@ def sufficient_statistics(
         stop = min(start + chunk, X.shape[0])
         block = buffer[: stop - start]
         lin = None if linear is None else linear[start:stop]
-        spec._full_design(X[start:stop], lin, out=block)
+        if columns is None:
+            spec._full_design(X[start:stop], lin, out=block)
+        else:
+            block[:, :M] = spec.design(X[start:stop], lin, columns)
         block[:, M] = y[start:stop]
         # syrk on the C-ordered block seen as its transpose updates the upper triangle
         G = dsyrk(1.0, block.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)

@@ -39,6 +39,9 @@ from vrvm.engine.distributions import Normal, StudentT, _check_level, _check_qua
 __all__ = ["MixtureDistribution"]
 
 _SQRT2 = np.sqrt(2.0)
+_BLOCK = 8192
+"""Queries (or quantile problems) evaluated at once by the solver and the CRPS: their
+(M, block) and (M, M, block) temporaries stay a few MB, whatever the batch."""
 
 
 class MixtureDistribution:
@@ -315,11 +318,12 @@ class MixtureDistribution:
             return table[inverse[:, cols], q_inverse.reshape(-1)]
         return t_ppf(self._df[:, cols], q)
 
-    def _latent_component_var(self) -> np.ndarray:
-        """Component variances on the model scale (inf for t components with df <= 2)."""
+    def _latent_component_var(self, part: slice = slice(None)) -> np.ndarray:
+        """Component variances on the model scale (inf for t components with df <= 2),
+        of the queries ``part`` (all by default)."""
         if self._df is None:
-            return self._scale**2
-        return StudentT(self._loc, self._scale, self._df).var()
+            return self._scale[:, part] ** 2
+        return StudentT(self._loc[:, part], self._scale[:, part], self._df[:, part]).var()
 
     # ---------------------------------------------------------------- moments
     def component_means(self) -> np.ndarray:
@@ -455,9 +459,17 @@ class MixtureDistribution:
         if inner.any():
             cols = np.broadcast_to(np.arange(len(self)), q.shape)[inner]
             q_inner = q[inner]
-            y[inner] = mixture_quantile(
-                q_inner, self._members(cols), self._member_std_quantiles(q_inner, cols)
-            )
+            solved = np.empty(q_inner.shape)
+            # every problem is solved on its own: blocks bound the solver's (M, P)
+            # temporaries (and keep them in cache) without changing any result
+            for start in range(0, q_inner.size, _BLOCK):
+                part = slice(start, start + _BLOCK)
+                solved[part] = mixture_quantile(
+                    q_inner[part],
+                    self._members(cols[part]),
+                    self._member_std_quantiles(q_inner[part], cols[part]),
+                )
+            y[inner] = solved
         return self._output(y)
 
     def median(self) -> np.ndarray:
@@ -499,9 +511,19 @@ class MixtureDistribution:
         """(1/2) E|T - T'| for T, T' independent draws of each mixture; cached."""
         if self._half_mean_difference_cache is not None:
             return self._half_mean_difference_cache
-        loc, scale = self._loc, self._scale
+        value = np.empty(len(self))
+        for start in range(0, len(self), _BLOCK):  # (M, M, block) temporaries at most
+            part = slice(start, start + _BLOCK)
+            value[part] = self._block_half_mean_difference(part)
+        self._half_mean_difference_cache = value
+        return value
+
+    def _block_half_mean_difference(self, part: slice) -> np.ndarray:
+        """(1/2) E|T - T'| for the queries ``part``."""
+        loc, scale = self._loc[:, part], self._scale[:, part]
+        df = take_columns(self._df, part)
         if self._transform == "log":
-            sigma2 = self._latent_component_var()
+            sigma2 = self._latent_component_var(part)
             with np.errstate(over="ignore", invalid="ignore"):
                 means = np.exp(loc + 0.5 * sigma2)
                 pair_scale = np.sqrt(sigma2[:, None] + sigma2[None, :])
@@ -514,15 +536,14 @@ class MixtureDistribution:
                 )
                 value = 0.5 * pair.mean(axis=(0, 1))
             value = np.where(np.isinf(sigma2).any(axis=0), np.inf, value)
-        elif self._df is None:
+        elif df is None:
             # X_i - X_j ~ N(mu_i - mu_j, s_i^2 + s_j^2)  (Grimit et al. 2006)
             pair = normal_abs_mean(
                 loc[:, None] - loc[None, :], np.sqrt(scale[:, None] ** 2 + scale[None, :] ** 2)
             )
             value = 0.5 * pair.mean(axis=(0, 1))
         else:
-            value = t_mixture_half_mean_difference(loc, scale, self._df)
-        self._half_mean_difference_cache = value
+            value = t_mixture_half_mean_difference(loc, scale, df)
         return value
 
     def crps(self, y) -> np.ndarray:

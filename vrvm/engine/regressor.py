@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import linalg
-from scipy.linalg.blas import dtrmm
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
@@ -25,18 +21,17 @@ from vrvm.engine._validation import (
     real,
 )
 from vrvm.engine._watchdog import watched_parallel
-from vrvm.engine.distributions import Normal, StudentT
 from vrvm.engine.kernels import (
     BasisSpec,
+    SufficientStatistics,
     choose_centres,
     sufficient_statistics,
     width_grid,
 )
-from vrvm.engine.posterior import NormalGammaPosterior
+from vrvm.engine.predictor import CoreFit, Predictor
 from vrvm.engine.variational import (
     FAMILIES,
     Priors,
-    VBResult,
     fit_coordinate,
     fit_fast,
     log_evidence,
@@ -84,123 +79,6 @@ _PARAMETER_CONSTRAINTS = {
     "n_jobs": (lambda v: integer(allow_none=True)(v) and v != 0, "None or a non-zero integer"),
     "random_state": SEED,
 }
-
-
-@dataclass
-class _CoreFit:
-    """A fit on one data set with fixed widths (used for the final model and for selection)."""
-
-    spec: BasisSpec
-    centre_rows: np.ndarray
-    result: VBResult
-    y_scale: float
-    priors: Priors
-    log_evidence: float  # log p(y | E[alpha]) on the scale of y
-
-    def predictor(self) -> _Predictor:
-        """The compact predictive model: only the centres the active columns use."""
-        res, spec = self.result, self.spec
-        head = 1 + spec.n_linear
-        kern = res.active[res.active >= head] - head
-        centre = kern % spec.n_centres
-        used, new_centre = np.unique(centre, return_inverse=True)
-        compact = BasisSpec(
-            centres=spec.centres[used], widths=spec.widths, mode=spec.mode, n_linear=spec.n_linear
-        )
-        width_idx = kern // spec.n_centres
-        columns = np.concatenate(
-            [res.active[res.active < head], head + width_idx * used.size + new_centre]
-        )
-        return _Predictor(
-            basis=compact,
-            columns=columns,
-            chol=res.post.chol,
-            mean=res.post.mean,
-            e=float(res.e),
-            f=float(res.f),
-            beta_w=float(res.beta_w),
-            family=res.family,
-            y_scale=self.y_scale,
-        )
-
-
-@dataclass
-class _Predictor:
-    """Everything prediction needs, in the unit-scaled form the solver works in."""
-
-    basis: BasisSpec
-    columns: np.ndarray
-    chol: np.ndarray  # L with L L^T = A + G over the active columns
-    mean: np.ndarray
-    e: float
-    f: float
-    beta_w: float
-    family: str
-    y_scale: float
-    _online: NormalGammaPosterior | None = field(default=None, repr=False, compare=False)
-
-    @functools.cached_property
-    def chol_inv(self) -> np.ndarray:
-        """L^-1 from the Cholesky factor, formed once: a block of queries then costs one
-        triangular matrix product (BLAS trmm), 1.5x faster than a triangular solve."""
-        inv = linalg.solve_triangular(
-            self.chol, np.eye(self.chol.shape[0]), lower=True, check_finite=False
-        )
-        return np.asfortranarray(inv)
-
-    def loc_scale(self, X, linear, chunk=1024):
-        """Predictive location and scale, on the scale of y.
-
-        Location mu^T phi(x); quadratic form phi^T V phi = ||L^-1 phi||^2 with
-        L L^T = A + G. Blocks of 1024 rows keep the design block in cache.
-        """
-        loc = np.empty(X.shape[0])
-        quad = np.empty(X.shape[0])
-        for start in range(0, X.shape[0], chunk):
-            sl = slice(start, start + chunk)
-            phi = self.basis.design(X[sl], None if linear is None else linear[sl], self.columns)
-            loc[sl] = phi @ self.mean
-            z = dtrmm(1.0, self.chol_inv, phi, side=1, lower=1, trans_a=1, overwrite_b=1)
-            quad[sl] = np.einsum("ij,ij->i", z, z)
-        if self.family == "structured":
-            # Student-t scale^2 = (f'/e') (1 + phi^T V phi)
-            scale2 = (self.f / self.e) * (1.0 + quad)
-        else:
-            # Gaussian variance f'/e' + phi^T Sigma phi with Sigma = V / beta_w
-            scale2 = self.f / self.e + quad / self.beta_w
-        return loc * self.y_scale, np.sqrt(scale2) * self.y_scale
-
-    def online_posterior(self) -> NormalGammaPosterior:
-        """The weights' and noise's posterior in conjugate normal-gamma form, for updates.
-
-        Structured: exactly q(w, lambda) = NG(mu, V, e', f'). Mean-field: at its fixed
-        point q(w) q(lambda) shares mu and E[lambda] with the structured posterior whose
-        shape is e' - K/2 (the mean-field e' counts the K weights), so that form is used.
-        """
-        if self._online is None:
-            k = self.mean.size
-            e_s = self.e if self.family == "structured" else self.e - k / 2.0
-            f_s = self.f if self.family == "structured" else e_s * self.beta_w**-1
-            self._online = NormalGammaPosterior.from_cholesky(self.chol, self.mean, a=e_s, b=f_s)
-        return self._online
-
-    def sync_from_online(self) -> None:
-        """Copy an updated :meth:`online_posterior` back into the predictive fields."""
-        post = self._online
-        self.chol = np.ascontiguousarray(post.cholesky.T)  # lower factor of A + G
-        self.mean = post.mean
-        if self.family == "structured":
-            self.e, self.f = post.a, post.b
-        else:
-            beta = post.a / post.b
-            self.e = post.a + self.mean.size / 2.0
-            self.f, self.beta_w = self.e / beta, beta
-        self.__dict__.pop("chol_inv", None)
-
-    def dist(self, loc, scale):
-        if self.family == "structured":
-            return StudentT(loc, scale, df=2.0 * self.e)
-        return Normal(loc, scale)
 
 
 class VRVMRegressor(RegressorMixin, BaseEstimator):
@@ -447,7 +325,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         # lambda_scaled = lambda * s^2 ~ Gam(e0, f0 / s^2): the same model on y / s
         return Priors(a0=self.a0, b0=self.b0, e0=self.e0, f0=self.f0 / y_scale**2)
 
-    def _core_fit(self, X, y, linear, widths, centre_rows) -> _CoreFit:
+    def _core_fit(self, X, y, linear, widths, centre_rows) -> CoreFit:
         y_scale = float(np.std(y))
         priors = self._priors(y_scale)
         spec = BasisSpec(
@@ -467,7 +345,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         # evidence of the scaled data, moved to the scale of y by the Jacobian -N log s
         evidence = log_evidence(stats.subset(result.active), result.alpha, priors)
         evidence -= y.size * np.log(y_scale)
-        return _CoreFit(spec, centre_rows, result, y_scale, priors, float(evidence))
+        return CoreFit(spec, centre_rows, result, y_scale, priors, float(evidence))
 
     def _select_widths(self, X, y, linear, rng):
         n = X.shape[0]
@@ -571,7 +449,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         self._set_fitted(fit, X, linear)
         return self
 
-    def _set_fitted(self, fit: _CoreFit, X, linear):
+    def _set_fitted(self, fit: CoreFit, X, linear):
         res, s = fit.result, fit.y_scale
         self._predictor = fit.predictor()
         self.n_features_in_ = X.shape[1]
@@ -596,6 +474,126 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         self.converged_ = res.converged
         self.stop_reason_ = res.stop_reason
         self.n_updates_ = 0
+
+    # ------------------------------------------------------------------ two-stage fits
+    def basis_statistics(self, X, y, linear=None) -> SufficientStatistics:
+        """Sufficient statistics of the fitted basis functions on more data.
+
+        G = Phi^T Phi, h = Phi^T y, y^T y and n over the rows of ``X`` for the active
+        columns (``active_``), on the unit scale of the fit (y divided by the scale
+        fixed at :meth:`fit`). Statistics of disjoint row sets add up (``a + b``), so
+        they can be accumulated over batches, files and machines and passed to
+        :meth:`refit_statistics`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        linear : array-like of shape (n_samples,) or (n_samples, k), optional
+
+        Returns
+        -------
+        SufficientStatistics
+        """
+        check_is_fitted(self, "_predictor")
+        X, linear = self._check_predict_input(X, linear)
+        y = as_targets(y, X.shape[0]) if X.shape[0] else np.empty(0)
+        pred = self._predictor
+        return sufficient_statistics(
+            pred.basis,
+            X,
+            y / pred.y_scale,
+            linear,
+            chunk_size=self.chunk_size,
+            columns=pred.columns,
+        )
+
+    def refit_statistics(self, stats: SufficientStatistics, *, prune: bool = True):
+        """Re-estimate weights, ARD precisions and noise from the statistics of more data.
+
+        The second stage of a two-stage fit: :meth:`fit` on a subsample chooses the
+        widths, centres and active set; :meth:`basis_statistics` summed over all rows
+        gives G, h, y^T y and n of those columns, from which the variational posterior
+        q(w) q(alpha) q(lambda) is fitted again (the same updates as :meth:`fit`, on
+        the same priors and unit scale). ``prune=True`` runs the fast solver from the
+        bias alone over the active columns, so functions the larger data does not
+        support drop out; ``prune=False`` keeps every active column and re-estimates
+        its alpha_k. Fitted attributes keep their meaning (``active_`` indexes the
+        candidate columns of the first stage).
+
+        Parameters
+        ----------
+        stats : SufficientStatistics
+            Statistics of the active columns, as from :meth:`basis_statistics`.
+        prune : bool, default=True
+
+        Returns
+        -------
+        self : VRVMRegressor
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-3, 3, size=(3000, 1)); y = np.sinc(X[:, 0]) + rng.normal(0, 0.1, 3000)
+        >>> model = VRVMRegressor(kernel_widths=[1.0], max_basis=50, random_state=0)
+        >>> model = model.fit(X[:500], y[:500])
+        >>> stats = model.basis_statistics(X[:1500], y[:1500]) + model.basis_statistics(
+        ...     X[1500:], y[1500:])
+        >>> model = model.refit_statistics(stats)
+        >>> round(model.noise_std_, 1), bool(model.n_relevance_ > 0)
+        (0.1, True)
+        """
+        check_is_fitted(self, "_predictor")
+        pred = self._predictor
+        k = pred.columns.size
+        if not isinstance(stats, SufficientStatistics) or stats.h.shape != (k,):
+            raise ValueError(
+                f"stats must be the SufficientStatistics of the {k} active columns "
+                "(from basis_statistics)"
+            )
+        if stats.n < 3:
+            raise ValueError(f"refit_statistics needs statistics of at least 3 rows, got {stats.n}")
+        priors = self._priors(pred.y_scale)
+        keep = (0,) if prune else tuple(range(k))  # local column 0 is the bias
+        options = {"tol": self.tol, "max_iter": self.max_iter, "alpha_max": self.alpha_max}
+        if self.solver == "fast":
+            res = fit_fast(
+                stats, self.factorization, priors, span_tol=self.span_tol, keep=keep, **options
+            )
+        else:
+            res = fit_coordinate(stats, self.factorization, priors, keep=keep, **options)
+        if not res.converged:
+            logger.warning("VRVM refit did not converge: %s", res.stop_reason)
+        local, s = res.active, pred.y_scale
+        evidence = log_evidence(stats.subset(local), res.alpha, priors) - stats.n * np.log(s)
+        # the compact basis again, keeping only the centres the surviving columns use
+        rows = np.full(pred.basis.n_centres, -1)
+        head = 1 + pred.basis.n_linear
+        kern = pred.columns >= head
+        rows[(pred.columns[kern] - head) % pred.basis.n_centres] = self.basis_centre_index_[kern]
+        res.active = pred.columns[local]
+        self._predictor = CoreFit(pred.basis, rows, res, s, priors, evidence).predictor()
+        old_relevance, old_vectors = self.relevance_indices_, self.relevance_vectors_
+        self.active_ = self.active_[local]
+        self.basis_centre_index_ = self.basis_centre_index_[local]
+        self.basis_width_ = self.basis_width_[local]
+        self.relevance_indices_ = np.unique(self.basis_centre_index_[self.basis_centre_index_ >= 0])
+        self.relevance_vectors_ = old_vectors[
+            np.searchsorted(old_relevance, self.relevance_indices_)
+        ]
+        self.n_relevance_ = int(self.relevance_indices_.size)
+        self.coef_ = res.post.mean * s
+        self.alpha_ = res.alpha.copy()
+        self.e_ = float(res.e)
+        self.f_ = float(res.f * s**2)
+        self.noise_std_ = float(np.sqrt(self.f_ / self.e_))
+        self.elbo_ = np.asarray(res.elbo) - stats.n * np.log(s)
+        self.log_evidence_ = float(evidence)
+        self.n_iter_ = res.n_iter
+        self.converged_ = res.converged
+        self.stop_reason_ = res.stop_reason
+        self.n_updates_ = 0
+        return self
 
     # ------------------------------------------------------------------ state (no pickle)
     _STATE_ARRAYS = (
@@ -692,7 +690,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
                 mode=p["mode"],
                 n_linear=int(p["n_linear"]),
             )
-            model._predictor = _Predictor(
+            model._predictor = Predictor(
                 basis=basis,
                 columns=np.asarray(arrays["basis_columns"], dtype=np.intp),
                 chol=np.asarray(arrays["chol"], dtype=np.float64),

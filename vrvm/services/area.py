@@ -8,8 +8,9 @@ hold trip ends (taxi zones, community areas; :func:`vrvm.trips.trip_zones.trip_p
 each standing for its representative point. The initial view fits the densest cluster
 of trip ends into the map (:func:`view_for_bbox`, in deck.gl's Web-Mercator
 conventions), and the training trips are indexed by zone once
-(:class:`vrvm.services.support.TripSupport`) so that every answer can say how much data
-stands behind it.
+(:class:`vrvm.services.support.TripSupport`, derived by :mod:`vrvm.services.trip_index`
+and kept beside trips kept in the data home) so that every answer can say how much data
+stands behind it, reading only the trips from near its origin.
 """
 
 from __future__ import annotations
@@ -19,14 +20,22 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import h3
 import numpy as np
 import pandas as pd
 import shapely
 
 from vrvm.services.boundaries import place_names
 from vrvm.services.models import is_synthetic
-from vrvm.services.support import TripSupport, build_trip_support, index_trips, observed_trips
+from vrvm.services.support import TripSupport, observed_near, observed_trips
+from vrvm.services.trip_index import (
+    as_trip_table,
+    cells_grid,
+    hexagon_layout,
+    in_id_order,
+    polygon_layout,
+    reading_order,
+    trip_zone_layout,
+)
 from vrvm.trips.geo import LocalProjection
 from vrvm.trips.home import (
     ZoneFileEntry,
@@ -37,9 +46,10 @@ from vrvm.trips.home import (
 )
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.synthetic import synthetic_city_geojson
-from vrvm.trips.trip_zones import trip_polygons, trip_zones
+from vrvm.trips.trip_table import TripTable
+from vrvm.trips.trip_zones import trip_polygons
 from vrvm.trips.zone_files import ZoneFile
-from vrvm.trips.zones import choose_h3_resolution, latlng_to_zone, zone_grid
+from vrvm.trips.zones import _boundary_lonlat, choose_h3_resolution, latlng_to_zone, zone_grid
 
 __all__ = [
     "DRAW_TOLERANCE_DEG",
@@ -202,16 +212,44 @@ class ServiceArea:
         return row, float(distance[row])
 
     def observed_between(
-        self, trips: pd.DataFrame | None, origin_zone: str | None, dest_zone: str | None, tz=None
+        self,
+        trips: pd.DataFrame | TripTable | None,
+        origin_zone: str | None,
+        dest_zone: str | None,
+        tz=None,
     ) -> pd.DataFrame:
         """Training trips from one zone to another (see :func:`~support.observed_trips`).
 
-        Empty when the trips were not kept or either place is not a zone.
+        Empty when the trips were not kept or either place is not a zone. Reads only
+        the origin zone's trips from the support index.
         """
         o_row, d_row = self.zone_row(origin_zone), self.zone_row(dest_zone)
         if trips is None or self.support is None or o_row is None or d_row is None:
             return pd.DataFrame(columns=["hour", "minutes", "start_time", "weekend"])
-        return observed_trips(self.support, trips, o_row, d_row, tz)
+        frame = trips if isinstance(trips, pd.DataFrame) else None
+        return observed_trips(self.support, frame, o_row, d_row, tz)
+
+    def observed_near(
+        self, origin_cell: str, dest_cell: str, tz=None, *, min_trips: int = 3, max_rings: int = 1
+    ) -> tuple[pd.DataFrame, int] | None:
+        """Training trips between two H3 cells (or their disks), from the support index.
+
+        See :func:`~support.observed_near`; None when the index cannot say (no trips
+        kept, polygon zones, or an index without the ends' cells).
+        """
+        if self.support is None or self.zone_file is not None:
+            return None
+        if not {"origin_cell", "dest_cell", "start_time"} <= set(self.support.index.columns):
+            return None
+        return observed_near(
+            self.support,
+            pd.Index(self.grid["zone"]),
+            origin_cell,
+            dest_cell,
+            tz=tz,
+            min_trips=min_trips,
+            max_rings=max_rings,
+        )
 
     @property
     def zone_index(self) -> dict[str, int]:
@@ -267,7 +305,7 @@ def _extent_grid(
 def build_service_area(
     model: TravelTimeModel,
     *,
-    trips: pd.DataFrame | None = None,
+    trips: pd.DataFrame | TripTable | None = None,
     resolution: int | None = None,
     target_zones: int = 600,
     max_zones: int = 2500,
@@ -280,11 +318,14 @@ def build_service_area(
     ----------
     model : TravelTimeModel
         A fitted model.
-    trips : pandas.DataFrame, optional
-        Its training trips (see :func:`load_training_trips`). The zones are the cells
-        where they start or end, with a thin ring (:func:`~vrvm.trips.trip_zones.trip_zones`),
-        the view opens on their densest cluster, and they are indexed by zone for the
-        support counts. Without them (a model whose trips were not kept) the zones fill
+    trips : TripTable or pandas.DataFrame, optional
+        Its training trips (see :func:`~vrvm.trips.home.training_trip_table`). The zones
+        are the cells where they start or end, with a thin ring
+        (:func:`~vrvm.trips.trip_zones.trip_zones`), the view opens on their densest
+        cluster, and they are indexed by zone for the support counts
+        (:mod:`vrvm.services.trip_index`: derived once and kept beside trips kept in
+        the data home, so that a later call reads none of them; indexed in memory for
+        a DataFrame). Without them (a model whose trips were not kept) the zones fill
         the convex hull of the relevance-vector trips and the training bounding box,
         and no support is counted.
     resolution : int, optional
@@ -327,47 +368,27 @@ def build_service_area(
     synthetic = is_synthetic(model)
     if boundaries is None and synthetic:
         boundaries = synthetic_city_geojson()
+    table = as_trip_table(trips)
     if zones is not None:
-        return _polygon_area(model, trips, zones, boundaries, synthetic, max_zones)
-    focus, median_km = None, None
-    if trips is not None and len(trips):
-        zones = trip_zones(
-            trips["origin_lat"],
-            trips["origin_lon"],
-            trips["dest_lat"],
-            trips["dest_lon"],
-            resolution=resolution,
-            max_zones=max_zones,
-        )
-        grid, resolution = zones.grid, zones.resolution
-        focus, median_km = zones.focus_bbox, zones.median_trip_km
+        return _polygon_area(model, table, zones, boundaries, synthetic, max_zones)
+    focus, median_km, support = None, None, None
+    if table is not None:
+        layout, support = hexagon_layout(table, model.tz_, resolution, max_zones)
+        resolution, focus = layout["resolution"], layout["focus"]
+        median_km = np.nan if layout["median_km"] is None else layout["median_km"]
+        grid = cells_grid(layout["zones"], n_points=layout["n_points"], cluster=layout["cluster"])
         # Only zones where trips start or end can be picked; the thin ring around them
-        # is drawn faintly underneath, for continuity. Ends are counted in the cell that
-        # holds them at this resolution (an H3 parent need not contain its children's
-        # points), as clicks, links and the support counts find them.
-        ends = latlng_to_zone(
-            np.concatenate([trips["origin_lat"], trips["dest_lat"]]),
-            np.concatenate([trips["origin_lon"], trips["dest_lon"]]),
-            resolution,
-        )
-        counts = pd.Series(ends).value_counts()
-        grid = grid.assign(n_points=counts.reindex(grid["zone"], fill_value=0).to_numpy())
-        empty = grid["n_points"].to_numpy() == 0
+        # is drawn faintly underneath, for continuity.
         idle = [
-            ("", {"type": "Polygon", "coordinates": [list(map(list, ring))]})
-            for ring in grid.loc[empty, "boundary"]
+            ("", {"type": "Polygon", "coordinates": [list(map(list, _boundary_lonlat(z)))]})
+            for z in layout["idle"]
         ]
         boundaries = _with_idle(boundaries, idle)
-        grid = grid.loc[~empty]
     else:
         grid, resolution = _extent_grid(model, resolution, target_zones, max_zones)
-    # Reading order: north to south in rows of about one zone height, west to east.
-    row_height = np.sqrt(h3.average_hexagon_area(resolution, unit="km^2")) / 111.195
-    row = np.floor((grid["lat"].max() - grid["lat"]) / row_height).astype(int)
-    grid = grid.assign(_row=row).sort_values(["_row", "lon"]).drop(columns="_row")
+        grid = reading_order(grid, resolution)
     # centres to 6 decimals (0.1 m), as places and shared links carry them
     grid["lat"], grid["lon"] = grid["lat"].round(6), grid["lon"].round(6)
-    grid = grid.reset_index(drop=True)
     grid.insert(1, "number", np.arange(1, len(grid) + 1))
     places = place_names(grid["lat"].to_numpy(), grid["lon"].to_numpy(), boundaries)
     grid.insert(2, "place", places)
@@ -387,9 +408,6 @@ def build_service_area(
         float(ring_lat.max()),
         float(ring_lon.max()),
     )
-    support = None
-    if trips is not None and len(trips):
-        support = build_trip_support(grid["zone"], resolution, trips, model.tz_)
     return ServiceArea(
         grid=grid,
         resolution=int(resolution),
@@ -413,37 +431,36 @@ def _largest_rings(geometries: np.ndarray) -> list[list[list[float]]]:
 
 def _polygon_area(
     model: TravelTimeModel,
-    trips: pd.DataFrame | None,
+    table: TripTable | None,
     zones: ZoneFile,
     boundaries: dict | None,
     synthetic: bool,
     max_zones: int,
 ) -> ServiceArea:
     """The service area whose zones are the polygons of ``zones`` holding trip ends."""
-    have_trips = trips is not None and len(trips) > 0
-    ends = trips if have_trips else model.relevance_trips()
-    found = trip_polygons(
-        zones, ends["origin_lat"], ends["origin_lon"], ends["dest_lat"], ends["dest_lon"]
-    )
-    if found.positions.size == 0:
+    support = None
+    if table is not None:
+        layout, support = polygon_layout(table, zones, model.tz_)
+        positions = np.asarray(layout["positions"], dtype=np.int64)
+        found_points = np.asarray(layout["n_points"], dtype=np.int64)
+    else:
+        ends = model.relevance_trips()
+        found = trip_polygons(
+            zones, ends["origin_lat"], ends["origin_lon"], ends["dest_lat"], ends["dest_lon"]
+        )
+        positions, found_points = found.positions, found.n_points
+    if positions.size == 0:
         raise ValueError(
             f"no training trip starts or ends in a zone of {zones.source}: "
             "is it a map of this model's city?"
         )
-    if found.positions.size > max_zones:
+    if positions.size > max_zones:
         raise ValueError(
-            f"{found.positions.size:,} zones of {zones.source} hold trip ends; at most "
+            f"{positions.size:,} zones of {zones.source} hold trip ends; at most "
             f"{max_zones:,} can be drawn"
         )
-    where = _in_id_order(zones.ids, found.positions)
-    n_points = found.n_points[np.searchsorted(found.positions, where)]
-    rows = np.empty(len(zones) + 1, dtype=np.int64)  # file position -> grid row; -1 -> -1
-    rows[-1] = -1
-    rows[where] = np.arange(where.size)
-    origin_row = rows[found.positions[found.origin_row]]
-    origin_row[found.origin_row < 0] = -1
-    dest_row = rows[found.positions[found.dest_row]]
-    dest_row[found.dest_row < 0] = -1
+    where = in_id_order(zones.ids, positions)
+    n_points = found_points[np.searchsorted(positions, where)]
     geometries = zones.geometries[where]
     lat, lon = zones.representative_points(zones.ids[where])  # inside the polygon
     ids, names = zones.ids[where].astype(str), zones.names[where]
@@ -466,14 +483,11 @@ def _polygon_area(
     shapes = tuple(json.loads(g) for g in shapely.to_geojson(_for_drawing(geometries)))
     lon_lo, lat_lo, lon_hi, lat_hi = shapely.total_bounds(geometries)
     bbox = (float(lat_lo), float(lon_lo), float(lat_hi), float(lon_hi))
-    focus, median_km, support = None, None, None
-    if have_trips:  # open on the densest cluster of trip ends, as the hexagons would
-        hexagons = trip_zones(
-            trips["origin_lat"], trips["origin_lon"], trips["dest_lat"], trips["dest_lon"]
-        )
-        resolution, focus = hexagons.resolution, hexagons.focus_bbox
-        median_km = hexagons.median_trip_km
-        support = index_trips(origin_row, dest_row, trips["start_time"], len(grid), model.tz_)
+    focus, median_km = None, None
+    if table is not None:  # open on the densest cluster of trip ends, as the hexagons would
+        hexagons = trip_zone_layout(table, None, 2500)
+        resolution, focus = hexagons["resolution"], hexagons["focus"]
+        median_km = np.nan if hexagons["median_km"] is None else hexagons["median_km"]
     else:
         resolution = choose_h3_resolution(grid["lat"], grid["lon"], target_zones=600)
     idle = np.setdiff1d(np.arange(len(zones)), where)
@@ -489,20 +503,6 @@ def _polygon_area(
         zone_file=zones,
         shapes=shapes,
     )
-
-
-def _in_id_order(ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """``positions`` sorted by their zones' ids: numbers as numbers, then text.
-
-    Examples
-    --------
-    >>> _in_id_order(np.array(["10", "9", "B", "1.5"], dtype=object), np.arange(4)).tolist()
-    [3, 1, 0, 2]
-    """
-    keys = ids[positions].astype(str)
-    numbers = pd.to_numeric(pd.Series(keys), errors="coerce").to_numpy(float)
-    order = np.lexsort((keys, np.nan_to_num(numbers, nan=np.inf), np.isnan(numbers)))
-    return positions[order]
 
 
 def _rounded(geometries: np.ndarray, decimals: int) -> np.ndarray:

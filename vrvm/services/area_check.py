@@ -22,6 +22,7 @@ import pandas as pd
 from vrvm.services.models import model_name
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.trip_table import TripTable
 from vrvm.trips.zones import latlng_to_zone
 
 __all__ = [
@@ -47,6 +48,7 @@ AREA_H3_RESOLUTION = 6
 are included too, so the area reaches about 7 km beyond the outermost training trips."""
 
 _MAX_ENDS = 20_000  # trip ends sampled to find cells or shares (the share is ~0.5 % exact)
+_END_COLUMNS = ["origin_lat", "origin_lon", "dest_lat", "dest_lon"]
 _KM_PER_DEGREE = 111.2
 
 
@@ -178,23 +180,38 @@ def _padded_bbox(bbox, pad_km: float) -> tuple[float, float, float, float]:
     return lat_lo - dlat, lon_lo - dlon, lat_hi + dlat, lon_hi + dlon
 
 
+def _ends_area(trips: pd.DataFrame) -> dict:
+    """The cells of a seeded sample of the trips' ends and its median point."""
+    lat, lon = trip_ends(trips, _MAX_ENDS)
+    own = set(latlng_to_zone(lat, lon, AREA_H3_RESOLUTION).tolist())
+    return {"cells": sorted(own), "centre": [float(np.median(lat)), float(np.median(lon))]}
+
+
 def model_area(
     model: TravelTimeModel,
-    training_trips: pd.DataFrame | None = None,
+    training_trips: pd.DataFrame | TripTable | None = None,
     *,
     pad_km: float = AREA_PAD_KM,
 ) -> ModelArea:
     """The training area of ``model``: H3 cells of ``training_trips`` (their ends' cells
-    and neighbours) when given, else its recorded bounding box padded by ``pad_km``."""
+    and neighbours) when given, else its recorded bounding box padded by ``pad_km``.
+
+    ``training_trips`` kept in the data home (a :class:`~vrvm.trips.trip_table.TripTable`)
+    are read once, for their ends only; the cells are kept beside them.
+    """
     bbox = model.training_summary_.get("bbox")
     padded = _padded_bbox(bbox, pad_km) if bbox else None
     cells = None
     centre = None
     if training_trips is not None and len(training_trips):
-        lat, lon = trip_ends(training_trips, _MAX_ENDS)
-        own = set(latlng_to_zone(lat, lon, AREA_H3_RESOLUTION).tolist())
-        cells = frozenset(c for cell in own for c in h3.grid_disk(cell, 1))
-        centre = (float(np.median(lat)), float(np.median(lon)))
+        if isinstance(training_trips, TripTable):
+            table = training_trips
+            name = f"area-v1-r{AREA_H3_RESOLUTION}-n{_MAX_ENDS}.json"
+            found = table.cached_json(name, lambda: _ends_area(table.read(_END_COLUMNS)))
+        else:
+            found = _ends_area(training_trips)
+        cells = frozenset(c for cell in found["cells"] for c in h3.grid_disk(cell, 1))
+        centre = (float(found["centre"][0]), float(found["centre"][1]))
     elif bbox:
         centre = ((bbox[0] + bbox[2]) / 2.0, (bbox[1] + bbox[3]) / 2.0)
     return ModelArea(model_name=model_name(model), bbox=padded, cells=cells, centre=centre)
@@ -204,7 +221,7 @@ def check_same_area(
     model: TravelTimeModel,
     trips: pd.DataFrame,
     *,
-    training_trips: pd.DataFrame | None = None,
+    training_trips: pd.DataFrame | TripTable | None = None,
     min_share: float = MIN_SHARE_INSIDE,
 ) -> AreaCheck:
     """Whether ``trips`` lie in the area ``model`` was trained on (so may update it).
@@ -215,8 +232,8 @@ def check_same_area(
         A fitted model (its ``training_summary_`` records the training bounding box).
     trips : pandas.DataFrame
         Trips with ``origin_lat``, ``origin_lon``, ``dest_lat`` and ``dest_lon``.
-    training_trips : pandas.DataFrame, optional
-        The model's training trips (:func:`vrvm.services.models.load_training_trips`):
+    training_trips : pandas.DataFrame or TripTable, optional
+        The model's training trips (:func:`vrvm.services.models.training_trip_table`):
         a finer area (H3 cells) than the bounding box, which also covers the empty
         corners between a city's arms.
     min_share : float, default=:data:`MIN_SHARE_INSIDE`

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from vrvm.services.models import SYNTHETIC_MODEL_NAME, compact_metrics
+from vrvm.services.progress import ProgressCallback
 from vrvm.services.retrain import parse_widths
 from vrvm.trips.durable import StorageError, storage_error
 from vrvm.trips.geo import haversine_km
@@ -127,13 +128,14 @@ def prepare_home(home: Path) -> Path:
 def ensure_demo_model(
     home: Path,
     settings: DemoSettings | None = None,
-    progress: Callable[[int, int, float], Any] | None = None,
+    progress: ProgressCallback | None = None,
     stage: Callable[[str], Any] | None = None,
 ) -> tuple[int, bool]:
     """Make sure the store has an active model, training the demo model if it is empty.
 
     On first start (an empty model store) the synthetic city is generated, the default
-    model trained on it (``progress(i_done, n_members, elapsed_s)`` after each member),
+    model trained on it (``progress(done, total, elapsed_s, phase)`` as the fit goes:
+    :data:`~vrvm.services.progress.ProgressCallback`),
     scored on an independent synthetic sample, and published as version 1. A store
     with versions but no active pointer gets its latest version activated.
 
@@ -159,7 +161,7 @@ def ensure_demo_model(
 def _ensure_demo_model(
     home: Path,
     settings: DemoSettings,
-    progress: Callable[[int, int, float], Any] | None,
+    progress: ProgressCallback | None,
     stage: Callable[[str], Any] | None,
 ) -> tuple[int, bool]:
     store = model_store(home)

@@ -21,8 +21,9 @@ import pandas as pd
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.services.area import ServiceArea
 from vrvm.services.places import Place
-from vrvm.services.support import PairSupport, minute_of_day, pair_support
+from vrvm.services.support import PairSupport, minute_of_day, observed_frame, pair_support
 from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.trip_table import TripTable
 from vrvm.trips.zones import latlng_to_zone
 
 __all__ = [
@@ -249,7 +250,7 @@ def time_of_day_profile(
 
 
 def observed_pair_trips(
-    trips: pd.DataFrame | None,
+    trips: pd.DataFrame | TripTable | None,
     origin: Place,
     dest: Place,
     resolution: int,
@@ -257,13 +258,16 @@ def observed_pair_trips(
     tz: str | None = None,
     min_trips: int = 3,
     max_rings: int = 1,
+    area: ServiceArea | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """Observed trips between the two zones, for the time-of-day overlay.
 
     Trips whose origin lies in the origin's zone and destination in the
     destination's zone; if fewer than ``min_trips``, zones within ``max_rings``
     rings of them. Returns ``(frame, rings_used)`` with ``hour`` (local, fractional),
-    ``minutes``, ``start_time`` and ``weekend``.
+    ``minutes``, ``start_time`` and ``weekend``. With the service ``area`` whose
+    support indexes ``trips`` by hexagons of this ``resolution``, only the trips from
+    the origin's disk are read (:meth:`ServiceArea.observed_near`); else every trip.
     """
     columns = ["hour", "minutes", "start_time", "weekend"]
     empty = pd.DataFrame(columns=columns)
@@ -271,6 +275,14 @@ def observed_pair_trips(
         return empty, 0
     o_zone = h3.latlng_to_cell(origin.lat, origin.lon, resolution)
     d_zone = h3.latlng_to_cell(dest.lat, dest.lon, resolution)
+    if area is not None and area.resolution == resolution:
+        found = area.observed_near(o_zone, d_zone, tz, min_trips=min_trips, max_rings=max_rings)
+        if found is not None:  # from the trips of the origin's disk only
+            return found
+    if not isinstance(trips, pd.DataFrame):  # no index to ask: every trip is read
+        trips = trips.read(
+            ["origin_lat", "origin_lon", "dest_lat", "dest_lon", "start_time", "travel_time_s"]
+        )
     o_cells = latlng_to_zone(trips["origin_lat"], trips["origin_lon"], resolution)
     d_cells = latlng_to_zone(trips["dest_lat"], trips["dest_lon"], resolution)
     for rings in range(max_rings + 1):
@@ -280,17 +292,7 @@ def observed_pair_trips(
         if mask.sum() >= min_trips or rings == max_rings:
             break
     chosen = trips.loc[mask]
-    start = chosen["start_time"]
-    if tz is not None:
-        start = start.dt.tz_convert(tz)
-    frame = pd.DataFrame(
-        {
-            "hour": (start.dt.hour + start.dt.minute / 60.0).to_numpy(),
-            "minutes": chosen["travel_time_s"].to_numpy(float) / 60.0,
-            "start_time": start.to_numpy(),
-            "weekend": (start.dt.dayofweek >= 5).to_numpy(),
-        }
-    )
+    frame = observed_frame(chosen["start_time"], chosen["travel_time_s"].to_numpy(float), tz)
     return frame.reset_index(drop=True), rings
 
 
@@ -380,13 +382,14 @@ def answer_od(
     departure,
     threshold_min: float,
     *,
-    trips: pd.DataFrame | None,
+    trips: pd.DataFrame | TripTable | None,
     resolution: int,
     area: ServiceArea | None = None,
 ) -> ODAnswer:
     """The whole answer for one origin, destination and departure time, in one call.
 
-    ``trips`` are the model's training trips (or None when they were not kept) and
+    ``trips`` are the model's training trips (a :class:`~vrvm.trips.trip_table.TripTable`
+    over the kept file, a DataFrame, or None when they were not kept) and
     ``resolution`` the H3 resolution of the map's zones, which decides which observed
     trips count as "between the two zones". With the service ``area`` (whose
     ``support`` indexes the same trips) the answer also says how many training trips
@@ -398,7 +401,9 @@ def answer_od(
         rings = 0
         observed = area.observed_between(trips, origin.zone, dest.zone, model.tz_)
     else:
-        observed, rings = observed_pair_trips(trips, origin, dest, resolution, tz=model.tz_)
+        observed, rings = observed_pair_trips(
+            trips, origin, dest, resolution, tz=model.tz_, area=area
+        )
     support = None
     if area is not None:
         support = od_support(area, origin, dest, departure, model.tz_)

@@ -1,7 +1,7 @@
 """The model versions: their names, what each was trained on, publishing, activating.
 
 Plain functions over the data home's model store (:mod:`vrvm.trips.home`, whose
-:func:`data_home` and :func:`load_training_trips` the pages use through here): a
+:func:`data_home` and :func:`training_trip_table` the pages use through here): a
 model's name (:func:`model_name`, :func:`default_model_name`), the caption every page
 shows, the versions table, and the only two ways the active model changes,
 :func:`publish_model` and :func:`activate_version`.
@@ -27,6 +27,7 @@ from vrvm.trips.home import (
     load_training_trips,
     model_store,
     save_training_trips,
+    training_trip_table,
 )
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_dir import ModelFormatError, read_model_manifest
@@ -34,12 +35,14 @@ from vrvm.trips.model_format import FORMAT_NAME, FORMAT_VERSION
 from vrvm.trips.model_store import UNCHECKED, ModelStore, StoreConflictError, VersionInfo
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME
 from vrvm.trips.table import date_span
+from vrvm.trips.trip_table import TripTable
 
 __all__ = [
     "SYNTHETIC_MODEL_NAME",
     "UNNAMED_MODEL",
     "StoreBusyError",
     "StoreConflictError",
+    "TripTable",
     "activate_version",
     "active_model_path",
     "compact_metrics",
@@ -56,6 +59,7 @@ __all__ = [
     "publish_model",
     "store_versions_table",
     "strip_paths",
+    "training_trip_table",
     "version_numbers",
     "version_state",
     "versions_table",

@@ -34,14 +34,15 @@ from vrvm.services.models import (
     SYNTHETIC_MODEL_NAME,
     UNNAMED_MODEL,
     default_model_name,
-    load_training_trips,
     model_name,
     publish_model,
+    training_trip_table,
 )
 from vrvm.trips.home import model_store, trip_store
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.split import split_holdout
 from vrvm.trips.table import date_span, trip_ids
+from vrvm.trips.trip_table import TripTable
 
 __all__ = [
     "RETRAIN_FULL",
@@ -73,8 +74,9 @@ RETRAIN_OPTIONS: tuple[dict[str, str], ...] = (
 )
 """The ways to produce a candidate model: ``key``, ``label`` and ``help`` of each."""
 
-#: Signature of the progress callback: ``progress(option, i_done, n_members, elapsed_s)``.
-RetrainProgress = Callable[[str, int, int, float], Any]
+#: Signature of the progress callback: ``progress(option, done, total, elapsed_s, phase)``,
+#: the fit's report (:data:`~vrvm.services.progress.ProgressCallback`) with the option first.
+RetrainProgress = Callable[[str, int, int, float, str], Any]
 
 
 def parse_widths(text: str | Sequence[float]) -> str | tuple[float, ...]:
@@ -205,7 +207,7 @@ def run_retrain(
     active: TravelTimeModel | None = None,
     active_version: int | None = None,
     new_trips: pd.DataFrame | None = None,
-    active_trips: pd.DataFrame | None = None,
+    active_trips: pd.DataFrame | TripTable | None = None,
     progress: RetrainProgress | None = None,
 ) -> RetrainResult:
     """Split the trips, produce the chosen candidates and score everything on the hold-out.
@@ -229,7 +231,7 @@ def run_retrain(
     def reporter(option: str):
         if progress is None:
             return None
-        return lambda done, total, elapsed: progress(option, done, total, elapsed)
+        return lambda done, total, elapsed, phase: progress(option, done, total, elapsed, phase)
 
     area: ModelArea | None = None
     if active is not None:
@@ -321,7 +323,7 @@ def train_candidates(
         active=active,
         active_version=active_version,
         new_trips=new_trips,
-        active_trips=None if active is None else load_training_trips(home, active),
+        active_trips=None if active is None else training_trip_table(home, active),
         progress=progress,
     )
 

@@ -2,28 +2,34 @@
 
 A travel-time model answers for any two points, but its answer between two places no
 training trip joined is an extrapolation. :class:`TripSupport` indexes the model's
-training trips by zone once per service area; :func:`pair_support` then counts, in a
-few microseconds, the trips that started in the origin's zone or a neighbouring one
-and ended in the destination's zone or a neighbouring one, in all and within
-``WINDOW_MIN`` minutes of the departure's time of day; :func:`origin_support` counts
+training trips by zone once per service area; :func:`pair_support` then counts, reading
+only the trips from near the origin, the trips that started in the origin's zone or a
+neighbouring one and ended in the destination's zone or a neighbouring one, in all and
+within ``WINDOW_MIN`` minutes of the departure's time of day; :func:`origin_support` counts
 them from one origin to every zone (the reach map). Fewer than ``THIN_TRIPS`` such
 trips is *thin support*, which the pages say in plain words. Zones are H3 cells
 (:func:`build_trip_support`, neighbours are the touching cells) or a planner's
 polygons (:func:`index_trips` with ``neighbours=None``: trips are counted between exactly
 the two polygons, which are already the areas a planner reasons in);
-:func:`observed_trips` lists the training trips between two zones.
+:func:`observed_trips` and :func:`observed_near` list the training trips between two
+zones. The index is a :class:`~vrvm.trips.zone_index.ZoneIndex`: in memory for a small
+table, a Parquet file beside the training trips for a large one, from which an answer
+reads a few row groups (the trips from the origin's zone and its neighbours).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import h3
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
 from vrvm.trips.trip_zones import zone_neighbours
+from vrvm.trips.zone_index import ZoneIndex
 from vrvm.trips.zones import latlng_to_zone
 
 __all__ = [
@@ -33,7 +39,10 @@ __all__ = [
     "TripSupport",
     "build_trip_support",
     "index_trips",
+    "local_minutes",
     "minute_of_day",
+    "observed_frame",
+    "observed_near",
     "observed_trips",
     "origin_support",
     "pair_support",
@@ -50,51 +59,84 @@ _DAY_MIN = 24 * 60
 class TripSupport:
     """The training trips indexed by zone (one service area's grid order).
 
-    Trips are sorted by origin zone, so that the trips from zone ``z`` are the rows
-    ``offsets[z]:offsets[z + 1]`` of ``dest`` and ``minute`` (a compressed sparse row
-    layout); trips starting outside every zone are left out.
+    The trips are kept in a :class:`~vrvm.trips.zone_index.ZoneIndex`, sorted by origin
+    zone, so that the trips from zone ``z`` are the rows ``offsets[z]:offsets[z + 1]``
+    (a compressed sparse row layout) and a question about a few zones reads only
+    theirs: in memory for small tables, from a Parquet file beside the training trips
+    for large ones (see :func:`vrvm.services.area.build_service_area`). Trips starting
+    outside every zone are kept after the others and counted in no answer.
 
     Attributes
     ----------
     neighbours : scipy.sparse.csr_matrix
         ``(n_zones, n_zones)`` boolean, True where two zones touch and on the diagonal.
-    offsets : numpy.ndarray of int64, shape (n_zones + 1,)
-    dest : numpy.ndarray of int64
-        Destination zone row of each trip (-1 outside every zone).
-    minute : numpy.ndarray of float64
-        Local departure time of day of each trip, in minutes after midnight.
+    index : ZoneIndex
+        Each trip's origin and destination zone rows (-1 outside every zone), local
+        departure minute of the day and position in the training table, sorted by
+        origin zone.
     n_trips : int
         All training trips, inside the zones or not.
-    trip_row : numpy.ndarray of int64 or None
-        Position of each indexed trip in the training table (same order as ``dest``).
     with_neighbours : bool
         Whether trips from and to the touching zones count too (H3 cells), or only
         those between exactly the two zones (a planner's polygons).
     """
 
     neighbours: sparse.csr_matrix
-    offsets: np.ndarray
-    dest: np.ndarray
-    minute: np.ndarray
+    index: ZoneIndex
     n_trips: int
-    trip_row: np.ndarray | None = None
     with_neighbours: bool = True
 
     @property
     def n_zones(self) -> int:
-        return int(self.offsets.size - 1)
+        return int(self.index.n_zones)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Rows ``offsets[z]:offsets[z + 1]`` of the index are the trips from zone ``z``."""
+        return self.index.offsets[: self.n_zones + 1]
+
+    @property
+    def dest(self) -> np.ndarray:
+        """Destination zone row of every trip starting in a zone (reads them all)."""
+        return self.index.column("dest", inside_only=True).astype(np.int64)
+
+    @property
+    def minute(self) -> np.ndarray:
+        """Local departure minute of the day of every trip starting in a zone (all read)."""
+        return self.index.column("minute", inside_only=True)
+
+    @property
+    def trip_row(self) -> np.ndarray:
+        """Position in the training table of every trip starting in a zone (all read)."""
+        return self.index.column("row", inside_only=True)
 
     def near(self, row: int) -> np.ndarray:
         """Rows of zone ``row`` and of the zones touching it."""
         indptr, indices = self.neighbours.indptr, self.neighbours.indices
         return indices[indptr[row] : indptr[row + 1]]
 
-    def _from_near(self, row: int) -> np.ndarray:
-        """Positions (in ``dest``, ``minute``) of the trips from ``row`` or a neighbour."""
-        starts, stops = self.offsets[self.near(row)], self.offsets[self.near(row) + 1]
-        lengths = stops - starts
-        # concatenated aranges without a Python loop over the (at most 7) zones
-        return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    def trips_from(self, rows, columns: Sequence[str]) -> dict[str, np.ndarray]:
+        """``columns`` (and ``origin``) of the trips from zone rows ``rows`` (-1: no zone).
+
+        Reads only those zones' trips, every column of the index at once, and
+        remembers them: one click asks about the same zones for the support counts and
+        the observed trips.
+        """
+        zones = tuple(sorted({int(r) for r in rows}))
+        last = self._last.get("answer")
+        if last is not None and last[0] == zones and set(columns) <= set(last[1]):
+            return last[1]
+        found = self.index.trips_from(zones, self.index.columns)
+        self._last["answer"] = (zones, found)  # one assignment: safe across sessions
+        return found
+
+    @property
+    def _last(self) -> dict:
+        memo = self.__dict__.get("_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        return memo
 
 
 def minute_of_day(when, tz: str | None = None) -> float:
@@ -131,6 +173,9 @@ def index_trips(
     start_time: pd.Series,
     neighbours: sparse.csr_matrix | int,
     tz: str | None = None,
+    *,
+    extra: dict[str, np.ndarray] | None = None,
+    path: str | os.PathLike[str] | None = None,
 ) -> TripSupport:
     """Index training trips whose zone rows are known (-1: outside every zone).
 
@@ -144,6 +189,13 @@ def index_trips(
         Which zones touch (see :func:`~vrvm.trips.trip_zones.zone_neighbours`), or the
         number of zones: then a zone's only neighbour is itself and trips are counted
         between exactly the two zones (a planner's polygons).
+    tz : str, optional
+        Time zone of the local departure minute.
+    extra : dict of str to numpy.ndarray, optional
+        More per-trip columns to keep in the index (``start_time``, ``travel_time_s``,
+        the ends' H3 cells), so that observed trips need not read the trip table.
+    path : path-like, optional
+        Keep the index in this Parquet file (default: in memory).
 
     Examples
     --------
@@ -155,26 +207,32 @@ def index_trips(
     (1, False)
     """
     origin_row = np.asarray(origin_row, dtype=np.int64)
-    dest_row = np.asarray(dest_row, dtype=np.int64)
     with_neighbours = not isinstance(neighbours, int | np.integer)
     if not with_neighbours:
         neighbours = sparse.identity(int(neighbours), dtype=bool, format="csr")
+    columns = {
+        "origin": origin_row,
+        "dest": np.asarray(dest_row, dtype=np.int64),
+        "minute": local_minutes(start_time, tz),
+        **(extra or {}),
+    }
+    meta = {"tz": tz, "with_neighbours": with_neighbours}
+    index = ZoneIndex.build(columns, n_zones=neighbours.shape[0], meta=meta, path=path)
+    return TripSupport(neighbours, index, int(origin_row.size), with_neighbours)
+
+
+def local_minutes(start_time: pd.Series, tz: str | None = None) -> np.ndarray:
+    """Local wall-clock minute of the day of each departure (read in ``tz`` if aware).
+
+    Examples
+    --------
+    >>> local_minutes(pd.Series(pd.to_datetime(["2024-03-05 08:15:30"], utc=True)), "UTC")
+    array([495.5])
+    """
     start = start_time
     if start.dt.tz is not None and tz is not None:
         start = start.dt.tz_convert(tz)
-    minute = (start.dt.hour * 60 + start.dt.minute + start.dt.second / 60.0).to_numpy(float)
-    inside = np.flatnonzero(origin_row >= 0)
-    order = inside[np.argsort(origin_row[inside], kind="stable")]
-    offsets = np.searchsorted(origin_row[order], np.arange(neighbours.shape[0] + 1))
-    return TripSupport(
-        neighbours=neighbours,
-        offsets=offsets.astype(np.int64),
-        dest=dest_row[order],
-        minute=minute[order],
-        n_trips=int(origin_row.size),
-        trip_row=order.astype(np.int64),
-        with_neighbours=with_neighbours,
-    )
+    return (start.dt.hour * 60 + start.dt.minute + start.dt.second / 60.0).to_numpy(float)
 
 
 def _within_window(minute: np.ndarray, departure_min: float, window_min: float) -> np.ndarray:
@@ -270,15 +328,15 @@ def pair_support(
     window_min: float = WINDOW_MIN,
 ) -> PairSupport:
     """Count the training trips behind the answer from zone row to zone row."""
-    rows = support._from_near(origin_row)
-    dest, minute = support.dest[rows], support.minute[rows]
+    found = support.trips_from(support.near(origin_row), ("dest", "minute"))
+    dest, minute = found["dest"].astype(np.int64), found["minute"]
     near_dest = np.zeros(support.n_zones + 1, dtype=bool)  # the last entry: outside (-1)
     near_dest[support.near(dest_row)] = True
     hit = near_dest[dest]
     at_time = hit & _within_window(minute, departure_min, window_min)
-    own = slice(support.offsets[origin_row], support.offsets[origin_row + 1])
+    own = found["origin"] == origin_row
     return PairSupport(
-        n_zone_pair=int(np.count_nonzero(support.dest[own] == dest_row)),
+        n_zone_pair=int(np.count_nonzero(dest[own] == dest_row)),
         n_near=int(np.count_nonzero(hit)),
         n_near_at_time=int(np.count_nonzero(at_time)),
         window_min=float(window_min),
@@ -298,8 +356,8 @@ def origin_support(
     Columns ``support_trips`` (any time) and ``support_trips_at_time`` (within
     ``window_min`` of the departure's time of day), as :func:`pair_support` counts them.
     """
-    rows = support._from_near(origin_row)
-    dest, minute = support.dest[rows], support.minute[rows]
+    found = support.trips_from(support.near(origin_row), ("dest", "minute"))
+    dest, minute = found["dest"].astype(np.int64), found["minute"]
     n = support.n_zones
     inside = dest >= 0
     to_zone = np.bincount(dest[inside], minlength=n)
@@ -317,29 +375,90 @@ def origin_support(
 
 def observed_trips(
     support: TripSupport,
-    trips: pd.DataFrame,
+    trips: pd.DataFrame | None,
     origin_row: int,
     dest_row: int,
     tz: str | None = None,
 ) -> pd.DataFrame:
     """The training trips from zone row ``origin_row`` to zone row ``dest_row``.
 
-    ``trips`` is the table ``support`` indexes. Columns as
-    :func:`vrvm.services.forecast.observed_pair_trips` gives them, for the time-of-day
-    overlay: ``hour`` (local, fractional), ``minutes``, ``start_time``, ``weekend``.
+    ``trips`` is the table ``support`` indexes; it is not needed (None) when the index
+    keeps ``start_time`` and ``travel_time_s`` (then only the origin zone's trips are
+    read). Columns as :func:`vrvm.services.forecast.observed_pair_trips` gives them,
+    for the time-of-day overlay: ``hour`` (local, fractional), ``minutes``,
+    ``start_time``, ``weekend``.
     """
-    if support.trip_row is None:
-        raise ValueError("this support index does not keep the trips' rows")
-    own = slice(support.offsets[origin_row], support.offsets[origin_row + 1])
-    rows = support.trip_row[own][support.dest[own] == dest_row]
-    chosen = trips.iloc[np.sort(rows)]
-    start = chosen["start_time"]
+    held = {"start_time", "travel_time_s"} <= set(support.index.columns)
+    if not held and trips is None:
+        raise ValueError("this support index does not keep the trips' times: pass the trips")
+    columns = ["dest", "row", *(["start_time", "travel_time_s"] if held else [])]
+    found = support.trips_from([origin_row], columns)
+    own = (found["origin"] == origin_row) & (found["dest"] == dest_row)
+    order = np.argsort(found["row"][own], kind="stable")
+    if held:
+        chosen = {c: found[c][own][order] for c in ("start_time", "travel_time_s")}
+        start = pd.Series(pd.to_datetime(chosen["start_time"], utc=True))
+        return observed_frame(start, chosen["travel_time_s"], tz or support.index.meta.get("tz"))
+    chosen = trips.iloc[found["row"][own][order]]
+    return observed_frame(chosen["start_time"], chosen["travel_time_s"].to_numpy(float), tz)
+
+
+def observed_near(
+    support: TripSupport,
+    zone_rows: pd.Index,
+    origin_cell: str,
+    dest_cell: str,
+    *,
+    tz: str | None = None,
+    min_trips: int = 3,
+    max_rings: int = 1,
+) -> tuple[pd.DataFrame, int]:
+    """Training trips between two H3 cells, or their disks when fewer than ``min_trips``.
+
+    Trips whose origin lies in ``origin_cell`` and destination in ``dest_cell`` (at
+    the index's resolution); if fewer than ``min_trips``, those within 1, 2, ...,
+    ``max_rings`` rings of them. ``zone_rows`` are the zones' ids in grid order.
+    Reads only the trips from the cells of the origin's disk (needs an index that
+    keeps the ends' cells, ``origin_cell`` and ``dest_cell``). Returns ``(frame,
+    rings_used)`` as :func:`vrvm.services.forecast.observed_pair_trips` does.
+    """
+    disk = [
+        np.array([h3.str_to_int(c) for c in h3.grid_disk(origin_cell, r)], dtype=np.uint64)
+        for r in range(max_rings + 1)
+    ]
+    to_disk = [
+        np.array([h3.str_to_int(c) for c in h3.grid_disk(dest_cell, r)], dtype=np.uint64)
+        for r in range(max_rings + 1)
+    ]
+    cells = list(h3.grid_disk(origin_cell, max_rings))
+    rows = zone_rows.get_indexer(cells)
+    zones = [int(r) for r in rows if r >= 0] + ([-1] if (rows < 0).any() else [])
+    columns = ("origin_cell", "dest_cell", "row", "start_time", "travel_time_s")
+    found = support.trips_from(zones, columns)
+    for rings in range(max_rings + 1):
+        mask = np.isin(found["origin_cell"], disk[rings]) & np.isin(
+            found["dest_cell"], to_disk[rings]
+        )
+        if mask.sum() >= min_trips or rings == max_rings:
+            break
+    order = np.argsort(found["row"][mask], kind="stable")
+    start = pd.Series(pd.to_datetime(found["start_time"][mask][order], utc=True))
+    travel = found["travel_time_s"][mask][order]
+    frame = observed_frame(start, travel, tz or support.index.meta.get("tz"))
+    return frame, rings
+
+
+def observed_frame(
+    start: pd.Series, travel_time_s: np.ndarray, tz: str | None = None
+) -> pd.DataFrame:
+    """Observed trips for the time-of-day overlay: ``hour`` (local, fractional),
+    ``minutes``, ``start_time`` (local) and ``weekend``."""
     if tz is not None and start.dt.tz is not None:
         start = start.dt.tz_convert(tz)
     return pd.DataFrame(
         {
             "hour": (start.dt.hour + start.dt.minute / 60.0).to_numpy(),
-            "minutes": chosen["travel_time_s"].to_numpy(float) / 60.0,
+            "minutes": np.asarray(travel_time_s, dtype=float) / 60.0,
             "start_time": start.to_numpy(),
             "weekend": (start.dt.dayofweek >= 5).to_numpy(),
         }

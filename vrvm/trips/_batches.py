@@ -24,7 +24,7 @@ import io
 import itertools
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -497,18 +497,48 @@ def read_parquet(
 PARQUET_BATCH_ROWS = 65_536
 
 
-def parquet_batches(src: Source, layout: Layout) -> Iterator[RawTable]:
-    """The layout's columns of a Parquet file, a row group's worth at a time."""
+def parquet_batches(
+    src: Source,
+    layout: Layout,
+    row_groups: Sequence[int] | None = None,
+    rows: tuple[int, int] | None = None,
+) -> Iterator[RawTable]:
+    """The layout's columns of a Parquet file (or of some of its consecutive row
+    groups, and of those only rows ``[skip, skip + take)`` when ``rows`` is given),
+    :data:`PARQUET_BATCH_ROWS` rows at a time; rows are numbered as in the whole file
+    (the first data row is row 2, as in a CSV file under its header)."""
     import pyarrow.parquet as pq
 
     needed = list(dict.fromkeys(layout.mapping.values()))
     start = 2
+    skip, take = rows if rows is not None else (0, None)
     try:
         parquet = pq.ParquetFile(src.handle())
-        for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=needed):
+        if row_groups is not None:
+            row_groups = sorted(row_groups)
+            metadata = parquet.metadata
+            start += sum(metadata.row_group(i).num_rows for i in range(row_groups[0]))
+            if any(b - a != 1 for a, b in itertools.pairwise(row_groups)):
+                raise ValueError(f"row groups {row_groups} are not consecutive")
+        batches = parquet.iter_batches(
+            batch_size=PARQUET_BATCH_ROWS, columns=needed, row_groups=row_groups
+        )
+        for batch in batches:
+            n = batch.num_rows
+            if skip >= n:  # a part that starts inside the row groups
+                skip, start = skip - n, start + n
+                continue
+            if skip or (take is not None and take < n - skip):
+                length = n - skip if take is None else min(n - skip, take)
+                batch, start = batch.slice(skip, length), start + skip
+                skip = 0
             frame = batch.to_pandas()
             yield RawTable(frame, layout, np.arange(len(frame)) + start)
             start += len(frame)
+            if take is not None:
+                take -= len(frame)
+                if take <= 0:
+                    break
     except Exception as err:  # pyarrow raises several unrelated types
         raise TripFileError(
             f"{src.name} could not be read as Parquet ({short_error(err)}): {EXPECTED}"

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import time
 
 import numpy as np
+import pandas as pd
 
+from vrvm.engine._blas import single_threaded_blas
 from vrvm.engine._watchdog import watched_parallel
 from vrvm.engine.regressor import VRVMRegressor
 
-__all__ = ["Seeds", "dask_client", "fit_members"]
+__all__ = ["Seeds", "dask_client", "fit_members", "map_parts", "reduce_parts"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +37,13 @@ class Seeds:
             random_state = int(random_state.integers(2**63))
         # spawned children do not depend on how many are spawned: adding the last one
         # (the scale model's subsample) left the earlier seeds unchanged
-        children = np.random.SeedSequence(random_state).spawn(3 + n_members)
+        children = np.random.SeedSequence(random_state).spawn(4 + n_members)
         self.shards = self._int(children[0])
         self.selection = self._int(children[1])
         self.members = [self._int(m) for m in children[2 : 2 + n_members]]
         self.noise_scale = self._int(children[2 + n_members])
+        # which trips a two-stage fit samples, holds out and deals to which member
+        self.rows = self._int(children[3 + n_members])
 
     @staticmethod
     def _int(seq: np.random.SeedSequence) -> int:
@@ -60,8 +65,116 @@ def _run_dask(client, tasks, on_done) -> None:
             # scatter the shard first: large arrays inside a task graph are slow
             data = client.scatter([X, y, d])
             futures.append(client.submit(_fit_member, index, *data, params, pure=False))
-        for future in as_completed(futures):
+        # the client's own loop: with a client that is not the default one (a scheduler
+        # address), as_completed would look for a default client and find none
+        for future in as_completed(futures, loop=client.loop):
             on_done(*future.result())
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def map_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
+    """``func(dataset, part, plan)`` for every part, results yielded in part order.
+
+    Parts of a data set in memory are read in this process; others in ``n_jobs``
+    loky processes or as Dask tasks, which are sent the data set's description and
+    ``plan`` once (:func:`_shared`), and a part each: paths and row groups, never
+    rows. ``on_done(done, total)`` is called as parts complete.
+    """
+    total = len(parts)
+    if dataset.in_memory or (client is None and n_jobs in (None, 1)):
+        for done, part in enumerate(parts, 1):
+            result = func(dataset, part, plan)
+            if on_done is not None:
+                on_done(done, total)
+            yield result
+        return
+    if client is None:
+        from joblib import delayed
+
+        parallel = watched_parallel(n_jobs, return_as="generator")
+        results = parallel(delayed(func)(dataset, part, plan) for part in parts)
+        for done, result in enumerate(results, 1):
+            if on_done is not None:
+                on_done(done, total)
+            yield result
+        return
+    yield from _dask_parts(client, func, dataset, parts, plan, on_done)
+
+
+def _identity(value):
+    return value
+
+
+def _shared(client, *values):
+    """Futures of values every part task needs, made by tasks rather than scattered:
+    a task has lineage, so a worker that dies holding the value costs a recomputation
+    (scattered data would be lost with it). Each worker fetches it once."""
+    return [client.submit(_identity, value, pure=False) for value in values]
+
+
+def _pinned(func, *args):
+    """``func(*args)`` with BLAS on one thread: a Dask worker runs one task per thread,
+    and each would otherwise start as many BLAS threads as there are cores."""
+    with single_threaded_blas():
+        return func(*args)
+
+
+def _dask_parts(client, func, dataset, parts, plan, on_done):
+    from distributed import as_completed
+
+    futures = []
+    try:
+        shared = _shared(client, dataset, plan)
+        futures = [
+            client.submit(_pinned, func, shared[0], part, shared[1], pure=False) for part in parts
+        ]
+        if on_done is not None:
+            for done, _ in enumerate(as_completed(futures, loop=client.loop), 1):
+                on_done(done, len(parts))
+        for future in futures:
+            yield future.result()
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def reduce_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
+    """The sum of ``func(dataset, part, plan)`` over the parts, paired by a binary
+    counter in part order (:func:`vrvm.trips._outofcore.sum_statistics`).
+
+    On Dask the sums are tasks too, so only the total comes back to the client.
+    """
+    from vrvm.trips._outofcore import sum_statistics
+
+    if client is None:
+        return sum_statistics(
+            map_parts(func, dataset, parts, plan, client=None, n_jobs=n_jobs, on_done=on_done)
+        )
+    from distributed import as_completed
+
+    futures = []
+    try:
+        shared = _shared(client, dataset, plan)
+        futures = [
+            client.submit(_pinned, func, shared[0], part, shared[1], pure=False) for part in parts
+        ]
+        stack = []  # the same pairing as sum_statistics, as tasks
+        for future in futures:
+            item = (1, future)
+            while stack and stack[-1][0] == item[0]:
+                size, left = stack.pop()
+                item = (size + item[0], client.submit(operator.add, left, item[1], pure=False))
+            stack.append(item)
+        total = stack.pop()[1]
+        while stack:
+            total = client.submit(operator.add, stack.pop()[1], total, pure=False)
+        if on_done is not None:
+            for done, _ in enumerate(as_completed(futures, loop=client.loop), 1):
+                on_done(done, len(parts))
+        futures = [total]  # the parts' results are released as their sums complete
+        return total.result()
     except BaseException:
         client.cancel(futures)
         raise
@@ -89,7 +202,7 @@ def fit_members(tasks, progress, started: float, client, n_jobs) -> list[VRVMReg
             elapsed,
         )
         if progress is not None:
-            progress(done, len(tasks), elapsed)
+            progress(done, len(tasks), elapsed, "members")
 
     if client is not None:
         _run_dask(client, tasks, on_done)
@@ -148,3 +261,43 @@ def dask_client(backend: str, client):
             yield client
     else:
         yield client
+
+
+def relevance_table(members, arrays, tz: str) -> pd.DataFrame:
+    """The training trips behind the members' relevance vectors, one row per (member,
+    trip) (see :meth:`vrvm.trips.model.TravelTimeModel.relevance_trips`)."""
+    frames = []
+    for m, (member, raw) in enumerate(zip(members, arrays, strict=True)):
+        idx = member.relevance_indices_
+        weight = np.zeros(idx.size)
+        width = np.full(idx.size, np.nan)
+        n_widths = np.zeros(idx.size, dtype=int)
+        best = np.zeros(idx.size)
+        pos = np.searchsorted(idx, member.basis_centre_index_)
+        for col, (centre, p) in enumerate(zip(member.basis_centre_index_, pos, strict=True)):
+            if centre < 0:
+                continue
+            w = abs(member.coef_[col])
+            weight[p] += w
+            n_widths[p] += 1
+            if w >= best[p]:
+                best[p], width[p] = w, member.basis_width_[col]
+        frame = pd.DataFrame(
+            raw,
+            columns=[
+                "origin_lat",
+                "origin_lon",
+                "dest_lat",
+                "dest_lon",
+                "start_s",
+                "travel_time_s",
+            ],
+        )
+        frame.insert(0, "member", m)
+        frame["start_time"] = pd.to_datetime(
+            frame.pop("start_s"), unit="s", utc=True
+        ).dt.tz_convert(tz)
+        frame["hour"] = frame["start_time"].dt.hour
+        frame["weight"], frame["width"], frame["n_widths"] = weight, width, n_widths
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)

@@ -120,6 +120,11 @@ class CleaningConfig:
         Drop rows identical in every canonical column to an earlier kept row. Turn
         off for exports whose values are coarsened so much (rounded times, area
         centroids) that distinct trips can coincide.
+    center : tuple of 2 floats or None, default=None
+        ``(lat, lon)`` from which ``max_radius_km`` is measured; None: the median
+        point of the data. Reads out of core (:class:`vrvm.trips.dataset.TripDataset`)
+        set it to the median point of a uniform sample, so that every part of the data
+        is cleaned alike.
 
     Examples
     --------
@@ -138,6 +143,7 @@ class CleaningConfig:
     bbox: tuple[float, float, float, float] | None = None
     max_radius_km: float | None = 200
     drop_duplicates: bool = True
+    center: tuple[float, float] | None = None
 
     def __post_init__(self):
         for name, positive in (
@@ -173,6 +179,11 @@ class CleaningConfig:
             object.__setattr__(self, "bbox", bbox)
         if not isinstance(self.drop_duplicates, bool | np.bool_):
             raise ValueError(f"drop_duplicates must be True or False, got {self.drop_duplicates!r}")
+        if self.center is not None:
+            center = tuple(float(v) for v in self.center)
+            if len(center) != 2 or not (abs(center[0]) <= 90 and abs(center[1]) <= 180):
+                raise ValueError(f"center must be (lat, lon) in degrees, got {self.center!r}")
+            object.__setattr__(self, "center", center)
 
     def to_dict(self) -> dict:
         """The settings as a JSON-serialisable dict."""
@@ -183,6 +194,7 @@ class CleaningConfig:
             "bbox": None if self.bbox is None else list(self.bbox),
             "max_radius_km": self.max_radius_km,
             "drop_duplicates": bool(self.drop_duplicates),
+            **({} if self.center is None else {"center": list(self.center)}),
         }
 
 
@@ -442,7 +454,7 @@ def clean_parsed(
         center = None
         if config.max_radius_km is not None and np.any(reason == 0):
             ok = reason == 0
-            center = (
+            center = config.center or (
                 float(np.median(np.concatenate([olat[ok], dlat[ok]]))),
                 float(np.median(np.concatenate([olon[ok], dlon[ok]]))),
             )
@@ -594,7 +606,7 @@ def combine_reports(
     if not reports:
         raise ValueError("combine_reports needs at least one report")
     first = reports[0]
-    if any(r.center is not None for r in reports):
+    if any(r.center is not None and r.center != r.config.center for r in reports):
         raise ValueError(
             "reports of batches cleaned with max_radius_km cannot be combined: the median "
             "point is the whole file's"
@@ -616,6 +628,7 @@ def combine_reports(
         schema=first.schema,
         tz=first.tz,
         tz_inferred=first.tz_inferred,
+        center=first.center,
         n_empty_rows=sum(r.n_empty_rows for r in reports),
         notes=dict(first.notes),
         dateless=first.dateless,

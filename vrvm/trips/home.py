@@ -6,6 +6,8 @@ Layout of ``$VRVM_HOME`` (default ``./.vrvm``)::
         models/                    the model store (numbered versions, active pointer)
         trips/                     the trip store (every accepted upload)
         training/<sha256>.parquet  each model's training trips, by content hash
+        training/<sha256>.derived/ what the dashboard derives once from them (its zones,
+                                   their index, the model's area): see TripTable
         zones/<name>.<sha>.geojson the planner's zone files (polygons), as uploaded
         zones/index.json           their names, id and name properties, fingerprints, and
                                    which one the map draws and which one is clickable
@@ -44,6 +46,7 @@ from vrvm.trips.recipes import RecipeBook
 from vrvm.trips.settings import keep_versions
 from vrvm.trips.table import CANONICAL_COLUMNS, trips_sha256
 from vrvm.trips.trip_store import TripStore
+from vrvm.trips.trip_table import ROW_GROUP_ROWS, TripTable
 from vrvm.trips.zone_files import DEFAULT_LIMITS, ZoneFile, ZoneFileError, ZoneFileLimits
 
 __all__ = [
@@ -64,6 +67,7 @@ __all__ = [
     "save_training_trips",
     "set_clickable_zone_file",
     "set_map_zone_file",
+    "training_trip_table",
     "trip_store",
     "zone_file_entry",
     "zone_file_path",
@@ -76,6 +80,7 @@ DEFAULT_HOME = ".vrvm"
 MODELS_DIR = "models"
 TRIPS_DIR = "trips"
 TRAINING_DIR = "training"
+DERIVED_SUFFIX = ".derived"
 FIRST_START_LOCK = ".first-start.lock"
 RECIPES_FILE = "recipes.json"
 ZONES_DIR = "zones"
@@ -140,7 +145,8 @@ def heal_home(home: str | os.PathLike[str]) -> list[str]:
             repairs += [f"{name}: {r}" for r in store.heal()]
         except StoreBusyError as exc:
             logger.info("not healing %s now: %s", store.root, exc)
-    for folder in (home, home / TRAINING_DIR, home / ZONES_DIR):
+    derived = sorted((home / TRAINING_DIR).glob(f"*{DERIVED_SUFFIX}"))
+    for folder in (home, home / TRAINING_DIR, home / ZONES_DIR, *derived):
         for name in remove_temporaries(folder, older_than_s=STALE_AFTER_S):
             repairs.append(f"removed {(folder / name).relative_to(home)}, left by a crash")
             logger.warning("data home %s: removed %s", home, name)
@@ -162,28 +168,57 @@ def training_trips_path(home: str | os.PathLike[str], sha256: str) -> Path:
 def save_training_trips(home: str | os.PathLike[str], trips: pd.DataFrame) -> Path:
     """Keep a model's training trips, content-addressed by :func:`vrvm.trips_sha256`.
 
-    Written atomically; identical data sets share one file. The dashboard overlays them
-    on the time-of-day profile and draws the service area from them.
+    Written atomically, in row groups of :data:`~vrvm.trips.trip_table.ROW_GROUP_ROWS`
+    trips (so that a bounded read can pick some); identical data sets share one file.
+    The dashboard overlays them on the time-of-day profile and draws the service area
+    from them (:func:`training_trip_table`).
     """
     path = training_trips_path(home, trips_sha256(trips))
     if not path.exists():
-        atomic_write(path, lambda tmp: trips[list(CANONICAL_COLUMNS)].to_parquet(tmp, index=False))
+        atomic_write(
+            path,
+            lambda tmp: trips[list(CANONICAL_COLUMNS)].to_parquet(
+                tmp, index=False, row_group_size=ROW_GROUP_ROWS
+            ),
+        )
     return path
+
+
+def _kept_training_path(home: str | os.PathLike[str], model: TravelTimeModel) -> Path | None:
+    try:
+        path = training_trips_path(home, model.training_summary_.get("sha256", ""))
+    except ValueError:
+        return None
+    return path if path.is_file() else None
 
 
 def load_training_trips(
     home: str | os.PathLike[str], model: TravelTimeModel
 ) -> pd.DataFrame | None:
-    """The model's training trips if they were kept in ``home``, else None."""
-    try:
-        path = training_trips_path(home, model.training_summary_.get("sha256", ""))
-    except ValueError:
-        return None
-    if not path.is_file():
+    """The model's training trips if they were kept in ``home``, else None.
+
+    Reads every trip: for training and for small tables. The dashboard asks
+    :func:`training_trip_table` instead, which reads only what each question needs.
+    """
+    path = _kept_training_path(home, model)
+    if path is None:
         return None
     trips = pd.read_parquet(path)
     trips["start_time"] = pd.to_datetime(trips["start_time"], utc=True).dt.tz_convert(model.tz_)
     return trips
+
+
+def training_trip_table(home: str | os.PathLike[str], model: TravelTimeModel) -> TripTable | None:
+    """The model's kept training trips as a :class:`~vrvm.trips.trip_table.TripTable`.
+
+    Opening it reads the file's footer only; what is derived from all the trips once
+    (the map's zones and their index, the model's area) is kept beside the file in
+    ``training/<sha256>.derived/``. None when the trips were not kept.
+    """
+    path = _kept_training_path(home, model)
+    if path is None:
+        return None
+    return TripTable.open(path, tz=model.tz_, cache_dir=path.with_suffix(DERIVED_SUFFIX))
 
 
 # ---------------------------------------------------------------------- zone files

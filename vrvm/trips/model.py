@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips import _ensemble, model_format
 from vrvm.trips.features import TripFeaturizer
 from vrvm.trips.table import check_trips, summarise_trips, travel_times, trip_provenance
-from vrvm.trips.zones import choose_h3_resolution, latlng_to_zone, stratified_shards
+from vrvm.trips.zones import stratified_shards, trip_strata
 
 __all__ = ["TravelTimeModel"]
 
@@ -76,6 +76,8 @@ _PARAMETER_CONSTRAINTS = {
         lambda v: v is None or isinstance(v, str) or hasattr(v, "submit"),
         "None, a dask.distributed.Client or a scheduler address string",
     ),
+    "subsample_size": (integer(10), "an integer >= 10"),
+    "refit": (one_of("prune", "reestimate"), '"prune" or "reestimate"'),
     "random_state": SEED,
     "name": (
         lambda v: v is None or (isinstance(v, str) and v.isprintable() and 0 < len(v) <= 100),
@@ -97,6 +99,17 @@ def _degrees_of_freedom(predictives) -> np.ndarray | None:
     if predictives[0].family != "structured":
         return None
     return np.array([2.0 * member.e for member in predictives])
+
+
+class _FitData(NamedTuple):
+    """The trips a one-stage fit saw: features, targets, the deal and raw values."""
+
+    X: np.ndarray
+    y: np.ndarray
+    d: np.ndarray
+    shard_of_row: np.ndarray
+    shard_rows: list
+    raw: np.ndarray
 
 
 def _round_for_json(value: float) -> float | None:
@@ -177,6 +190,16 @@ class TravelTimeModel(BaseEstimator):
         the current default client.
     selection_size : int, default=2000
         Trips in the pooled subsample used to choose ``"auto"`` widths.
+    subsample_size : int, default=20000
+        Trips per member beyond which the fit has two stages
+        (:func:`vrvm.trips.training.fit_dataset`): each member chooses its widths,
+        centres and basis functions on a stratified subsample of this size, then
+        re-estimates weights, ARD precisions and noise on all of its trips from their
+        sufficient statistics, read part by part. Smaller data is fitted in one stage.
+    refit : {"prune", "reestimate"}, default="prune"
+        The second stage: ``"prune"`` runs the fast solver again over the chosen
+        functions on the full statistics (the data may drop some); ``"reestimate"``
+        keeps them all.
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
@@ -288,6 +311,8 @@ class TravelTimeModel(BaseEstimator):
         backend: str = "loky",
         client=None,
         selection_size: int = 2000,
+        subsample_size: int = 20_000,
+        refit: str = "prune",
         random_state: int | np.random.Generator | None = None,
         name: str | None = None,
     ):
@@ -309,6 +334,8 @@ class TravelTimeModel(BaseEstimator):
         self.backend = backend
         self.client = client
         self.selection_size = selection_size
+        self.subsample_size = subsample_size
+        self.refit = refit
         self.random_state = random_state
         self.name = name
 
@@ -335,11 +362,13 @@ class TravelTimeModel(BaseEstimator):
 
         Parameters
         ----------
-        trips : pandas.DataFrame
+        trips : pandas.DataFrame or TripDataset
             Canonical trips (:data:`vrvm.trips.CANONICAL_COLUMNS`, as returned by
             :func:`vrvm.read_trips`), with finite travel times (positive for
             ``target="log"``). ``start_time`` must be timezone-aware unless ``tz``
-            is given.
+            is given. Or a :class:`~vrvm.trips.dataset.TripDataset` (Parquet files
+            read part by part, never all at once). Beyond ``subsample_size`` trips per
+            member the fit has two stages (:func:`vrvm.trips.training.fit_dataset`).
         progress : callable or None, default=None
             Called as ``progress(i_done, n_members, elapsed_s)`` in the calling
             process after each member completes (members may complete in any order),
@@ -357,16 +386,24 @@ class TravelTimeModel(BaseEstimator):
         """
         started = time.perf_counter()
         self._validate_params()
+        if not isinstance(trips, pd.DataFrame) or len(trips) > self.n_members * self.subsample_size:
+            from vrvm.trips.training import fit_dataset  # imports this module
+
+            fit_dataset(self, trips, progress=progress, zones=zones, started=started)
+            return self
         provenance = trip_provenance(trips)
         trips = check_trips(trips, with_target=True)
         with _ensemble.dask_client(
             self.backend, self.client
         ) as client:  # connect before the work, to fail early
-            return self._fit(trips, progress, zones, client, started, provenance)
+            self._fit(trips, progress, zones, client, started, provenance)
+        return self
 
     def _fit(
         self, trips, progress, zones, client, started: float, provenance: dict[str, Any]
-    ) -> TravelTimeModel:
+    ) -> _FitData:
+        """Fit on trips in memory; returns what the second stage of a two-stage fit
+        reuses (the trips' features, targets and members)."""
         positive = self.target == "log"
         travel_time_s = travel_times(trips, positive=positive)
         n = len(trips)
@@ -418,10 +455,8 @@ class TravelTimeModel(BaseEstimator):
                 travel_time_s,
             ]
         )
-        self.relevance_trip_arrays_ = [
-            raw[rows[member.relevance_indices_]]
-            for rows, member in zip(shard_rows, members, strict=True)
-        ]
+        data = _FitData(X, y, d, shard_of_row, shard_rows, raw)
+        self._set_relevance_trips(data)
         self.featurizer_ = featurizer
         self._fit_noise_scale(X, y, d, shard_of_row, seeds.noise_scale)
         self.kernel_widths_ = widths
@@ -436,7 +471,14 @@ class TravelTimeModel(BaseEstimator):
         self.update_history_ = []
         self.fit_time_s_ = time.perf_counter() - started
         logger.info("fitted %d members in %.1f s", self.n_members, self.fit_time_s_)
-        return self
+        return data
+
+    def _set_relevance_trips(self, data: _FitData) -> None:
+        """The training trips behind each member's relevance vectors (raw values)."""
+        self.relevance_trip_arrays_ = [
+            data.raw[rows[member.relevance_indices_]]
+            for rows, member in zip(data.shard_rows, self.members_, strict=True)
+        ]
 
     def _fit_noise_scale(self, X, y, d, shard_of_row, seed) -> None:
         """Fit the distance scale on out-of-shard predictions.
@@ -486,34 +528,7 @@ class TravelTimeModel(BaseEstimator):
 
     def _strata(self, trips: pd.DataFrame, tz: str, zones) -> tuple[list, int | None]:
         """Stratification keys (origin zone, destination zone, local hour) and the resolution."""
-        times = trips["start_time"]
-        if times.dt.tz is not None:
-            times = times.dt.tz_convert(tz)
-        hour = times.dt.hour.to_numpy()
-        if zones is not None:
-            if isinstance(zones, pd.DataFrame):
-                keys = [zones[c].to_numpy() for c in zones.columns]
-            else:
-                arr = np.asarray(zones, dtype=object)
-                keys = [arr] if arr.ndim == 1 else [arr[:, j] for j in range(arr.shape[1])]
-            if any(len(k) != len(trips) for k in keys) or not keys:
-                raise ValueError(
-                    f"zones must hold one label (or one row of labels) per trip: got "
-                    f"{[len(k) for k in keys]} labels for {len(trips)} trips"
-                )
-            return [*keys, hour], None
-        o_lat, o_lon = trips["origin_lat"].to_numpy(float), trips["origin_lon"].to_numpy(float)
-        d_lat, d_lon = trips["dest_lat"].to_numpy(float), trips["dest_lon"].to_numpy(float)
-        resolution = self.h3_resolution
-        if resolution is None:
-            resolution = choose_h3_resolution(
-                np.concatenate([o_lat, d_lat]),
-                np.concatenate([o_lon, d_lon]),
-                target_zones=self.target_zones,
-            )
-        origin = latlng_to_zone(o_lat, o_lon, resolution)
-        dest = latlng_to_zone(d_lat, d_lon, resolution)
-        return [origin, dest, hour], int(resolution)
+        return trip_strata(trips, tz, zones, self.h3_resolution, self.target_zones)
 
     def _choose_widths(self, X, y, d, seed: int) -> tuple[np.ndarray, dict]:
         """Explicit widths as given, or ``"auto"`` ones chosen once on a pooled subsample."""
@@ -690,43 +705,7 @@ class TravelTimeModel(BaseEstimator):
         summed kernels) and ``n_widths`` (how many of its widths survived).
         """
         check_is_fitted(self, "members_")
-        frames = []
-        for m, (member, raw) in enumerate(
-            zip(self.members_, self.relevance_trip_arrays_, strict=True)
-        ):
-            idx = member.relevance_indices_
-            weight = np.zeros(idx.size)
-            width = np.full(idx.size, np.nan)
-            n_widths = np.zeros(idx.size, dtype=int)
-            best = np.zeros(idx.size)
-            pos = np.searchsorted(idx, member.basis_centre_index_)
-            for col, (centre, p) in enumerate(zip(member.basis_centre_index_, pos, strict=True)):
-                if centre < 0:
-                    continue
-                w = abs(member.coef_[col])
-                weight[p] += w
-                n_widths[p] += 1
-                if w >= best[p]:
-                    best[p], width[p] = w, member.basis_width_[col]
-            frame = pd.DataFrame(
-                raw,
-                columns=[
-                    "origin_lat",
-                    "origin_lon",
-                    "dest_lat",
-                    "dest_lon",
-                    "start_s",
-                    "travel_time_s",
-                ],
-            )
-            frame.insert(0, "member", m)
-            frame["start_time"] = pd.to_datetime(
-                frame.pop("start_s"), unit="s", utc=True
-            ).dt.tz_convert(self.tz_)
-            frame["hour"] = frame["start_time"].dt.hour
-            frame["weight"], frame["width"], frame["n_widths"] = weight, width, n_widths
-            frames.append(frame)
-        return pd.concat(frames, ignore_index=True)
+        return _ensemble.relevance_table(self.members_, self.relevance_trip_arrays_, self.tz_)
 
     def predict(self, queries: pd.DataFrame) -> np.ndarray:
         """Predictive median travel time of each query, in seconds.

@@ -12,9 +12,20 @@ Layout::
             part-<utc stamp>-<token>.parquet
 
 Each *part* is one accepted batch: a Parquet file with the canonical columns, the
-start time stored in UTC, and a ``trip_id`` column. Its schema metadata records the
-batch's source name, the time it was added, the time zone its trips were read in and
-whether it is synthetic.
+start time stored in UTC, and a ``trip_id`` column, in row groups of
+:data:`~vrvm.trips.trip_table.ROW_GROUP_ROWS` trips with min/max statistics. Its schema
+metadata records the batch's source name, the time it was added, the time zone its
+trips were read in and whether it is synthetic.
+
+At scale
+--------
+A store of ten million trips is about 400 MB of Parquet. Adding a batch writes one new
+part and reads only the other parts' ``trip_id`` column, one part at a time (nothing is
+rewritten); the count, the time range (:meth:`TripStore.summary`) and the batches
+(:meth:`TripStore.parts`) come from the parts' footers; the centre from a bounded
+sample of row groups (:meth:`TripStore.center`); :meth:`TripStore.table` opens the parts
+as a :class:`~vrvm.trips.trip_table.TripTable` for other bounded questions. Only
+:meth:`TripStore.load` reads every trip (training needs them all).
 
 Guarantees
 ----------
@@ -71,13 +82,13 @@ import pyarrow.parquet as pq
 from vrvm.trips._faults import crash_point
 from vrvm.trips.durable import (
     TMP_PREFIX,
-    atomic_write,
     exclusive_lock,
     fsync_dir,
     remove_temporaries,
 )
 from vrvm.trips.table import CANONICAL_COLUMNS, canonical_utc, trip_ids
 from vrvm.trips.timezones import tz_name
+from vrvm.trips.trip_table import TripTable, write_trips
 
 __all__ = ["AddResult", "StoreSummary", "TripStore"]
 
@@ -88,6 +99,8 @@ LOCK_FILE = ".lock"
 _PART_PREFIX = "part-"
 _PART_SUFFIX = ".parquet"
 _META_KEY = b"vrvm.tripstore"
+CENTRE_SAMPLE = 200_000
+"""Trips whose origins give the store's centre (all of them when there are no more)."""
 
 
 @dataclass(frozen=True)
@@ -198,16 +211,32 @@ class TripStore:
         files = self._part_files()
         return self._part_meta(files[0]).get("tz", "UTC") if files else None
 
-    def _ids(self) -> np.ndarray:
-        files = self._part_files()
-        if not files:
-            return np.empty(0, dtype=np.uint64)
-        return np.concatenate(
-            [pq.read_table(f, columns=["trip_id"])["trip_id"].to_numpy() for f in files]
-        ).astype(np.uint64)
+    def _stored(self, ids: np.ndarray) -> np.ndarray:
+        """Whether each of ``ids`` is already stored: one part's ids in memory at a time.
+
+        Each part's ids are looked up in the sorted distinct ``ids`` (binary search): a
+        small batch costs one pass over the stored ids, without sorting them.
+        """
+        distinct, inverse = np.unique(np.asarray(ids, dtype=np.uint64), return_inverse=True)
+        seen = np.zeros(distinct.size, dtype=bool)
+        if distinct.size == 0:
+            return seen[inverse]
+        for path in self._part_files():
+            part = pq.read_table(path, columns=["trip_id"])["trip_id"].to_numpy()
+            where = np.searchsorted(distinct, part.astype(np.uint64))
+            hit = where < distinct.size
+            hit[hit] = distinct[where[hit]] == part[hit]
+            seen[where[hit]] = True
+        return seen[inverse]
 
     def __len__(self) -> int:
         return sum(pq.read_metadata(f).num_rows for f in self._part_files())
+
+    def table(self) -> TripTable:
+        """The stored trips as a :class:`~vrvm.trips.trip_table.TripTable` (in the store's
+        time zone): counts, time range and bounding box from the parts' footers, and
+        reads of some row groups, without loading every trip."""
+        return TripTable(self._part_files(), tz=self.tz() or "UTC")
 
     def load(self, *, added_after: datetime | None = None) -> pd.DataFrame:
         """All stored trips as a canonical table (in the store's time zone).
@@ -247,37 +276,27 @@ class TripStore:
         return trips
 
     def center(self) -> tuple[float, float] | None:
-        """Median origin ``(lat, lon)`` of the stored trips, or None when empty."""
-        files = self._part_files()
-        if not files:
+        """Median origin ``(lat, lon)`` of the stored trips, or None when empty.
+
+        Exact for up to :data:`CENTRE_SAMPLE` trips; beyond, the median of a seeded
+        sample of that many, read from whole row groups chosen at random
+        (:meth:`TripTable.sample`), so that it costs the same for ten million trips.
+        """
+        table = self.table()
+        if len(table) == 0:
             return None
-        columns = ["origin_lat", "origin_lon"]
-        table = pd.concat([pq.read_table(f, columns=columns).to_pandas() for f in files])
-        if table.empty:
-            return None
-        return float(table["origin_lat"].median()), float(table["origin_lon"].median())
+        origins = table.sample(CENTRE_SAMPLE, seed=0, columns=["origin_lat", "origin_lon"])
+        return float(origins["origin_lat"].median()), float(origins["origin_lon"].median())
 
     def summary(self) -> StoreSummary:
-        """Number of trips and batches, bytes on disk and time range."""
+        """Number of trips and batches, bytes on disk and time range (from the footers)."""
         files = self._part_files()
         tz = self.tz()
-        start_min = start_max = None
-        n_trips = 0
-        synthetic = False
-        for path in files:
-            table = pq.read_table(path, columns=["start_time"])
-            n_trips += table.num_rows
-            synthetic |= bool(self._part_meta(path).get("synthetic", False))
-            if table.num_rows:
-                times = table["start_time"].to_pandas()
-                lo, hi = times.min(), times.max()
-                start_min = lo if start_min is None else min(start_min, lo)
-                start_max = hi if start_max is None else max(start_max, hi)
-        if start_min is not None:
-            start_min = pd.Timestamp(start_min).tz_convert(tz)
-            start_max = pd.Timestamp(start_max).tz_convert(tz)
+        synthetic = any(bool(self._part_meta(p).get("synthetic", False)) for p in files)
+        table = TripTable(files, tz=tz or "UTC")
+        start_min, start_max = table.time_range()
         return StoreSummary(
-            n_trips=n_trips,
+            n_trips=len(table),
             n_parts=len(files),
             size_bytes=sum(f.stat().st_size for f in files),
             start_min=start_min,
@@ -322,7 +341,7 @@ class TripStore:
         zone = tz_name(tz)
         with self._locked():
             fresh = ~pd.Series(ids).duplicated().to_numpy()
-            fresh &= ~np.isin(ids, self._ids())
+            fresh &= ~self._stored(ids)
             n_new = int(fresh.sum())
             if n_new == 0:
                 return AddResult(len(frame), 0, len(frame), None)
@@ -345,7 +364,7 @@ class TripStore:
         )
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         final = self._parts_dir / f"{_PART_PREFIX}{stamp}-{secrets.token_hex(4)}{_PART_SUFFIX}"
-        return atomic_write(final, lambda tmp: pq.write_table(table, tmp))
+        return write_trips(table, final)
 
     def clear(self) -> int:
         """Delete every stored trip; returns how many there were.

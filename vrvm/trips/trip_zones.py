@@ -27,7 +27,9 @@ from vrvm.trips.zones import (
     _MAX_RESOLUTION,
     _boundary_lonlat,
     _check_resolution,
+    cell_ints_to_parent,
     choose_h3_resolution,
+    latlng_to_cell_ints,
 )
 
 __all__ = [
@@ -177,11 +179,13 @@ class _Layout:
 
 
 def _layout(end_cells: np.ndarray, resolution: int, keep: set[str] | None, rings) -> _Layout:
+    """Zones around the cells of the trip ends (``end_cells``: H3 cells as integers)."""
     counts = pd.Series(end_cells).value_counts()
-    occupied = set(counts.index) if keep is None else keep
+    occupied = {h3.int_to_str(int(c)) for c in counts.index} if keep is None else keep
     zones = sorted(_zone_cells(occupied, *rings))
-    n_points = counts.reindex(zones, fill_value=0).to_numpy(dtype=np.int64)
-    end_row = pd.Index(zones).get_indexer(end_cells)
+    zone_ints = pd.Index(np.array([h3.str_to_int(z) for z in zones], dtype=np.uint64))
+    n_points = counts.reindex(zone_ints, fill_value=0).to_numpy(dtype=np.int64)
+    end_row = zone_ints.get_indexer(end_cells)
     o_row, d_row = np.split(end_row, 2)
     cluster = _clusters(zone_neighbours(zones), n_points, o_row, d_row)
     return _Layout(int(resolution), zones, n_points, cluster, end_row)
@@ -286,13 +290,11 @@ def trip_zones(
     else:
         candidates = [choose_h3_resolution(lat, lon, target_zones=600)]
     # one H3 lookup per distinct point, at the finest candidate; parents for coarser
-    codes, points = pd.factorize(lat + 1j * lon)
-    finest = np.array(
-        [h3.latlng_to_cell(p.real, p.imag, max(candidates)) for p in points], dtype=object
-    )
+    # (as integers: no text object per trip end, parents by bit arithmetic)
+    finest = latlng_to_cell_ints(lat, lon, max(candidates))
 
     def cells_at(r: int) -> np.ndarray:
-        return np.array([h3.cell_to_parent(c, r) for c in finest], dtype=object)[codes]
+        return cell_ints_to_parent(finest, r)
 
     layout = _layout(cells_at(candidates[0]), candidates[0], None, rings)
     if len(candidates) > 1 and layout.densest_occupied() < min_cluster_zones:
@@ -302,7 +304,7 @@ def trip_zones(
         cells = cells_at(r)
         counts = pd.Series(cells).value_counts()
         kept = counts.index[: int(np.searchsorted(counts.cumsum(), KEEP_SHARE * len(cells))) + 1]
-        layout = _layout(cells, r, set(kept), rings)
+        layout = _layout(cells, r, {h3.int_to_str(int(c)) for c in kept}, rings)
         if len(layout.zones) <= max_zones or r == 0:
             break
         r -= 1

@@ -23,14 +23,18 @@ from typing import Any
 import h3
 import numpy as np
 import pandas as pd
+from h3.api import basic_int as h3_int
 from scipy.spatial import ConvexHull, QhullError
 
 from vrvm.trips.geo import EARTH_RADIUS_KM, LocalProjection, haversine_km
 
 __all__ = [
+    "cell_ints_to_parent",
     "choose_h3_resolution",
+    "latlng_to_cell_ints",
     "latlng_to_zone",
     "stratified_shards",
+    "trip_strata",
     "zone_grid",
     "zone_of",
     "zones_geojson",
@@ -159,15 +163,67 @@ def latlng_to_zone(lat, lon, resolution: int) -> np.ndarray:
     array(['872664c1affffff', '872664c1affffff', '872664c32ffffff'],
           dtype=object)
     """
+    codes, cells = _distinct_cells(lat, lon, resolution)
+    if cells.size == 0:
+        return np.empty(0, dtype=object)
+    return np.array([h3.int_to_str(int(c)) for c in cells], dtype=object)[codes]
+
+
+def latlng_to_cell_ints(lat, lon, resolution: int) -> np.ndarray:
+    """H3 cell of each point as an unsigned 64-bit integer (as :func:`latlng_to_zone`).
+
+    The same cells as :func:`latlng_to_zone` (``h3.int_to_str`` gives their ids), without
+    a text object per point: for millions of trip ends.
+
+    Examples
+    --------
+    >>> cells = latlng_to_cell_ints([41.88, 41.98], [-87.63, -87.63], 7)
+    >>> cells.dtype, [h3.int_to_str(int(c)) for c in cells]
+    (dtype('uint64'), ['872664c1affffff', '872664c32ffffff'])
+    """
+    codes, cells = _distinct_cells(lat, lon, resolution)
+    return cells[codes] if cells.size else np.empty(0, dtype=np.uint64)
+
+
+def _distinct_cells(lat, lon, resolution: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, cells)``: the cell (integer) of each distinct point and each point's code."""
     resolution = _check_resolution(resolution)
     lat, lon = _latlon_arrays(lat, lon)
     # Complex numbers hash a (lat, lon) pair as one value, so factorize dedupes pairs.
     codes, uniques = pd.factorize(lat + 1j * lon)
-    cells = np.array(
-        [h3.latlng_to_cell(float(p.real), float(p.imag), resolution) for p in uniques],
-        dtype=object,
+    to_cell = h3_int.latlng_to_cell
+    lats, lons = uniques.real.tolist(), uniques.imag.tolist()
+    cells = np.fromiter(
+        (to_cell(a, b, resolution) for a, b in zip(lats, lons, strict=True)),
+        dtype=np.uint64,
+        count=len(uniques),
     )
-    return cells[codes] if cells.size else np.empty(0, dtype=object)
+    return codes, cells
+
+
+_RES_SHIFT = np.uint64(52)
+_RES_MASK = np.uint64(0xF) << _RES_SHIFT
+
+
+def cell_ints_to_parent(cells: np.ndarray, resolution: int) -> np.ndarray:
+    """Parents at ``resolution`` of H3 cells given as integers (of that or a finer one).
+
+    As ``h3.cell_to_parent``, vectorised: the resolution field is set and the digits
+    of the finer resolutions are set to 7 (unused), per the H3 index layout.
+
+    Examples
+    --------
+    >>> cell = latlng_to_cell_ints([41.88], [-87.63], 9)
+    >>> h3.int_to_str(int(cell_ints_to_parent(cell, 7)[0])) == h3.cell_to_parent(
+    ...     h3.int_to_str(int(cell[0])), 7)
+    True
+    """
+    resolution = _check_resolution(resolution)
+    cells = np.asarray(cells, dtype=np.uint64)
+    unused = np.uint64(0)
+    for digit in range(resolution + 1, _MAX_RESOLUTION + 1):
+        unused |= np.uint64(7) << np.uint64(3 * (_MAX_RESOLUTION - digit))
+    return (cells & ~_RES_MASK) | (np.uint64(resolution) << _RES_SHIFT) | unused
 
 
 def zone_of(lat: float, lon: float, resolution: int) -> str:
@@ -465,3 +521,42 @@ def stratified_shards(
     shards = np.empty(n, dtype=np.int64)
     shards[order] = (rng.integers(n_shards) + np.arange(n)) % n_shards
     return shards
+
+
+def trip_strata(
+    trips: pd.DataFrame, tz: str, zones, h3_resolution: int | None, target_zones: int
+) -> tuple[list, int | None]:
+    """Stratification keys of trips: (origin zone, destination zone, local hour).
+
+    ``zones``: the trips' own zone labels, shape ``(n,)`` or ``(n, k)``, or None for
+    H3 cells at ``h3_resolution`` (None: chosen by :func:`choose_h3_resolution` with
+    ``target_zones``). Returns the keys and the resolution used (None with labels).
+    """
+    times = trips["start_time"]
+    if times.dt.tz is not None:
+        times = times.dt.tz_convert(tz)
+    hour = times.dt.hour.to_numpy()
+    if zones is not None:
+        if isinstance(zones, pd.DataFrame):
+            keys = [zones[c].to_numpy() for c in zones.columns]
+        else:
+            arr = np.asarray(zones, dtype=object)
+            keys = [arr] if arr.ndim == 1 else [arr[:, j] for j in range(arr.shape[1])]
+        if any(len(k) != len(trips) for k in keys) or not keys:
+            raise ValueError(
+                f"zones must hold one label (or one row of labels) per trip: got "
+                f"{[len(k) for k in keys]} labels for {len(trips)} trips"
+            )
+        return [*keys, hour], None
+    o_lat, o_lon = trips["origin_lat"].to_numpy(float), trips["origin_lon"].to_numpy(float)
+    d_lat, d_lon = trips["dest_lat"].to_numpy(float), trips["dest_lon"].to_numpy(float)
+    resolution = h3_resolution
+    if resolution is None:
+        resolution = choose_h3_resolution(
+            np.concatenate([o_lat, d_lat]),
+            np.concatenate([o_lon, d_lon]),
+            target_zones=target_zones,
+        )
+    origin = latlng_to_zone(o_lat, o_lon, resolution)
+    dest = latlng_to_zone(d_lat, d_lon, resolution)
+    return [origin, dest, hour], int(resolution)

@@ -1,0 +1,184 @@
+"""``vrvm train``: a model from a trip file, in memory or out of core (two stages)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pandas as pd
+
+from vrvm.cli._output import ProgressBar, holdout_summary, print_report
+from vrvm.cli._reading import reading_options
+from vrvm.services.models import default_model_name, model_name
+from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.model_dir import MODEL_FILE
+from vrvm.trips.reader import read_trips
+from vrvm.trips.split import split_holdout
+
+__all__ = ["check_model_target", "cmd_train", "fit_with_progress"]
+
+
+def fit_with_progress(model, trips: pd.DataFrame, quiet: bool, stderr: IO[str]) -> None:
+    """Fit ``model`` on ``trips``, announcing it and drawing the progress of each phase
+    (the fit's four-argument protocol), with the time left."""
+    if not quiet:
+        widths = model.kernel_widths
+        how = (
+            "choosing kernel widths on a subsample first"
+            if isinstance(widths, str)
+            else "kernel widths " + ", ".join(f"{w:g}" for w in np.atleast_1d(widths))
+        )
+        stderr.write(f"fitting {model.n_members} members on {len(trips):,} trips ({how}) ...\n")
+        stderr.flush()
+    progress = None if quiet else ProgressBar(stderr)
+    try:
+        model.fit(trips, progress=progress)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
+    """``vrvm train``: read, fit (in memory or out of core), save, summarise."""
+    check_model_target(Path(args.out))  # before the fit, not after it
+    model = TravelTimeModel(
+        name=args.name or default_model_name(Path(args.trips).name),
+        n_members=args.members,
+        target=args.target,
+        kernel_widths=args.widths,
+        max_basis=args.max_basis,
+        factorization=args.factorization,
+        noise_model=args.noise_model,
+        n_jobs=args.n_jobs,
+        backend=args.backend,
+        client=args.scheduler,
+        subsample_size=args.subsample_size,
+        random_state=args.seed,
+    )
+    # Without --seed the split is still recorded, so it can be repeated.
+    split_seed = args.seed
+    if split_seed is None and args.holdout > 0:
+        split_seed = int(np.random.SeedSequence().generate_state(1)[0])
+    if _out_of_core(Path(args.trips), model):
+        n_train, metrics = _train_out_of_core(model, args, split_seed, stderr)
+    else:
+        n_train, metrics = _train_in_memory(model, args, split_seed, stderr)
+    model.save(args.out, metrics=metrics)
+
+    relevance = model.n_relevance_
+    lines = [
+        f"trained “{model_name(model)}”: {len(model.members_)} members on {n_train:,} "
+        f"trips in {model.fit_time_s_:.1f} s (target: {args.target})",
+        "kernel widths: " + ", ".join(f"{w:.4g}" for w in model.kernel_widths_),
+        "relevance vectors per member: "
+        + ", ".join(str(int(r)) for r in relevance)
+        + f" (mean {relevance.mean():.1f})",
+        f"trips per member: {int(model.shard_sizes_.min()):,}-{int(model.shard_sizes_.max()):,}"
+        + (
+            f", stratified on H3 resolution {model.h3_resolution_} zones x hour"
+            if model.h3_resolution_ is not None
+            else ""
+        ),
+    ]
+    two_stage = model.training_summary_.get("two_stage")
+    if two_stage:
+        lines.append(
+            f"two stages: basis chosen on a sample of {two_stage['sample_trips']:,} trips, "
+            f"refitted on all of them ({two_stage['parts']} parts read twice)"
+        )
+    if metrics is not None:
+        lines.append(holdout_summary(metrics, args.units))
+    lines.append(f"saved to {args.out}" + (" (with the held-out metrics)" if metrics else ""))
+    stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _out_of_core(path: Path, model: TravelTimeModel) -> bool:
+    """Train from the file part by part: a folder of Parquet files, or a Parquet file
+    with more rows than the members' subsamples hold (its footer says)."""
+    if path.is_dir():
+        return True
+    import pyarrow.parquet as pq  # a dependency; imported here for start-up speed
+
+    try:
+        n_rows = pq.ParquetFile(path).metadata.num_rows
+    except Exception:  # not Parquet (or unreadable): the reader says what is wrong
+        return False
+    return n_rows > model.n_members * model.subsample_size
+
+
+def _holdout_metrics(model, args, split_seed, test, n_train: int, n_test: int) -> dict:
+    holdout = {
+        "fraction": args.holdout,
+        "how": "random",
+        "seed": split_seed,
+        "n_train": n_train,
+        "n_test": n_test,
+    }
+    if len(test) < n_test:
+        holdout["n_scored"] = len(test)  # a uniform sample of the held-out trips
+    return {"holdout": holdout, **model.evaluate(test)}
+
+
+def _train_in_memory(model, args, split_seed, stderr: IO[str]) -> tuple[int, dict | None]:
+    trips, report = read_trips(args.trips, **reading_options(args))
+    if not args.quiet:
+        print_report(report, "training data", stderr)
+    if len(trips) == 0:
+        raise ValueError(f"{args.trips}: no trips left after cleaning")
+    test = None
+    if args.holdout > 0:
+        trips, test = split_holdout(trips, args.holdout, seed=split_seed)
+    fit_with_progress(model, trips, args.quiet, stderr)
+    if test is None:
+        return len(trips), None
+    return len(trips), _holdout_metrics(model, args, split_seed, test, len(trips), len(test))
+
+
+def _train_out_of_core(model, args, split_seed, stderr: IO[str]) -> tuple[int, dict | None]:
+    """Two passes over the data, part by part (:func:`vrvm.trips.training.fit_dataset`)."""
+    from vrvm.trips.dataset import TripDataset
+    from vrvm.trips.training import fit_dataset
+
+    data = TripDataset(args.trips, **reading_options(args))
+    if split_seed is not None and args.seed is None:
+        model.set_params(random_state=split_seed)  # the held-out trips follow the seed
+    if not args.quiet:
+        stderr.write(
+            f"fitting {model.n_members} members on {data.n_rows:,} rows of {data.name} in "
+            f"{len(data.parts)} parts, out of core (two stages) ...\n"
+        )
+        stderr.flush()
+    progress = None if args.quiet else ProgressBar(stderr)
+    try:
+        outcome = fit_dataset(model, data, progress=progress, holdout=args.holdout)
+    finally:
+        if progress is not None:
+            progress.close()
+    if not args.quiet and outcome.report is not None:
+        print_report(outcome.report, "training data", stderr)
+    n_train = int(model.shard_sizes_.sum())
+    if args.holdout <= 0:
+        return n_train, None
+    if outcome.test is None or len(outcome.test) == 0:
+        raise ValueError(f"{args.trips}: no trips were held out; use a larger --holdout")
+    test = outcome.test.drop(columns=["file", "row"])
+    return n_train, _holdout_metrics(model, args, split_seed, test, n_train, outcome.n_test)
+
+
+def check_model_target(path: Path) -> None:
+    """Refuse early what saving would refuse: replacing something that is not a model,
+    or a folder that cannot be made because a file stands in its way."""
+    existing = next((p for p in path.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    if path.is_file() or (
+        path.is_dir() and not (path / MODEL_FILE).is_file() and any(path.iterdir())
+    ):
+        raise FileExistsError(
+            f"{path} exists and is not a model directory; refusing to replace it "
+            "(choose another --out)"
+        )

@@ -1,0 +1,294 @@
+"""Training on more trips than memory holds: the two-stage fit of a TravelTimeModel.
+
+:func:`fit_dataset` fits a :class:`~vrvm.trips.model.TravelTimeModel` on a
+:class:`~vrvm.trips.dataset.TripDataset` (or on a large table in memory) in two
+passes over the data, holding at any time the trips of one batch, a uniform sample
+and, per member, the statistics of its chosen basis functions:
+
+1. **Sample** (first pass, part by part): a uniform sample of
+   ``n_members * subsample_size`` trips, and the trips' count.
+2. **First stage** (on the sample, in memory): exactly the one-stage fit — features
+   standardised, the sample dealt into members stratified by (origin zone,
+   destination zone, hour), widths chosen, and each member's centres and active set
+   chosen by the fast solver on its subsample.
+3. **Statistics** (second pass, part by part): every trip is dealt to a member
+   (sampled trips to the member whose subsample held them, the others uniformly at
+   random, :func:`~vrvm.trips._outofcore.row_uniforms`), and each member accumulates
+   G = Phi^T Phi, h = Phi^T y, y^T y and n over its chosen columns. The statistics of
+   disjoint rows add up, so the parts' sums are exact whatever the order and the
+   machine. Cost: O(N K^2 / M) for K chosen columns instead of O(N C^2 / M) for all
+   C candidates.
+4. **Second stage**: each member re-estimates its weights, ARD precisions and noise
+   from its statistics (:meth:`~vrvm.engine.regressor.VRVMRegressor.refit_statistics`),
+   and the distance scale of the spread is fitted again out of shard on the sample.
+
+When the sample is the whole data (at most ``subsample_size`` trips per member) the
+first stage is the fit, identical to fitting the table in memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vrvm.trips import _ensemble
+from vrvm.trips._batches import PARQUET_BATCH_ROWS
+from vrvm.trips._outofcore import (
+    PartSample,
+    SampleSpec,
+    StatisticsPlan,
+    part_statistics,
+    sample_part,
+)
+from vrvm.trips.cleaning import CleaningReport, combine_reports
+from vrvm.trips.dataset import PART_ROWS, TripDataset
+from vrvm.trips.geo import haversine_km
+from vrvm.trips.table import check_trips, trip_provenance
+
+__all__ = ["FitOutcome", "fit_dataset"]
+
+#: Held-out trips kept (at most) to score a model trained out of core.
+MAX_TEST_TRIPS = 100_000
+
+
+@dataclass
+class FitOutcome:
+    """What :func:`fit_dataset` learnt about the data besides the model.
+
+    Attributes
+    ----------
+    report : CleaningReport or None
+        The cleaning report of the whole data set (None for a table in memory).
+    n_trips : int
+        Trips kept after cleaning (training and held out).
+    test : pandas.DataFrame or None
+        A uniform sample (at most :data:`MAX_TEST_TRIPS`) of the held-out trips.
+    n_test : int
+        Held-out trips in all.
+    """
+
+    report: CleaningReport | None
+    n_trips: int
+    test: pd.DataFrame | None
+    n_test: int
+
+
+def fit_dataset(
+    model,
+    data,
+    *,
+    progress=None,
+    zones=None,
+    holdout: float = 0.0,
+    started: float | None = None,
+) -> FitOutcome:
+    """Fit ``model`` on a data set too large for memory (see the module docstring).
+
+    Parameters
+    ----------
+    model : TravelTimeModel
+        Fitted in place (its parameters say how: ``subsample_size``, ``refit``,
+        ``n_jobs``, ``backend``/``client``).
+    data : TripDataset or pandas.DataFrame
+        The trips; a table is read in place, part by part.
+    progress : callable, optional
+        ``progress(done, total, elapsed_s, phase)`` with phase ``"reading"`` (parts of
+        the first pass), ``"members"`` (members of the first stage) and
+        ``"statistics"`` (parts of the second pass).
+    zones : array-like, optional
+        For a table in memory, zone labels per trip to stratify on (as for
+        :meth:`TravelTimeModel.fit`).
+    holdout : float in [0, 1), default=0
+        Fraction of the trips held out of the fit (each trip by its own coin, so the
+        same trips whatever the parts); a sample of them is returned to score on.
+    started : float, optional
+        ``time.perf_counter()`` at the start of the fit (for ``fit_time_s_``).
+
+    Returns
+    -------
+    FitOutcome
+    """
+    started = time.perf_counter() if started is None else started
+    model._validate_params()
+    if not 0.0 <= float(holdout) < 1.0:
+        raise ValueError(f"holdout must be in [0, 1), got {holdout!r}")
+    if isinstance(data, pd.DataFrame):
+        provenance = trip_provenance(data)
+        dataset = TripDataset.from_frame(check_trips(data, with_target=True))
+    elif isinstance(data, TripDataset):
+        provenance, dataset = {"source": data.name}, data
+    else:
+        raise TypeError(
+            f"trips must be a pandas DataFrame or a TripDataset, got {type(data).__name__}"
+        )
+    if zones is not None and not dataset.in_memory:
+        raise ValueError("zones= labels trips of a table in memory; a TripDataset has none")
+    seeds = _ensemble.Seeds(model.random_state, model.n_members)
+    wanted = model.n_members * model.subsample_size
+    n_rows = max(dataset.n_rows, 1)
+    spec = SampleSpec(
+        seed=seeds.rows,
+        train_rate=min(1.0, wanted / (n_rows * (1.0 - holdout))) if dataset.n_rows else 1.0,
+        holdout=float(holdout),
+        test_rate=min(1.0, MAX_TEST_TRIPS / (n_rows * holdout)) if holdout else 0.0,
+    )
+
+    def report(phase: str):
+        if progress is None:
+            return None
+        return lambda done, total: progress(done, total, time.perf_counter() - started, phase)
+
+    with _ensemble.dask_client(model.backend, model.client) as client:
+        if not dataset.in_memory and dataset.n_rows:
+            # about four parts per worker (at least a batch each, at most PART_ROWS),
+            # so that the workers stay busy to the end; results do not depend on it
+            workers = _workers(client, model.n_jobs)
+            per_part = -(-dataset.n_rows // (4 * workers))
+            dataset = dataset.split(int(min(max(per_part, PARQUET_BATCH_ROWS), PART_ROWS)))
+        parts = dataset.parts
+        options = {"client": client, "n_jobs": model.n_jobs}
+        samples = list(
+            _ensemble.map_parts(
+                sample_part, dataset, parts, spec, on_done=report("reading"), **options
+            )
+        )
+        train, test, center = _pooled(samples, dataset)
+        n_trips = sum(s.n_kept for s in samples)
+        if len(train) < 3 * model.n_members:
+            raise ValueError(
+                f"{dataset.name}: {len(train)} trips are too few for {model.n_members} "
+                "members (each member needs at least 3)"
+            )
+        member_zones = None
+        if zones is not None:
+            member_zones = _take(zones, train["row"].to_numpy())
+        one_stage = spec.train_rate >= 1.0
+        sample = train.drop(columns=["file", "row"])
+        sample.attrs.update(provenance)
+        fitted = model._fit(
+            sample, progress, member_zones, client, started, trip_provenance(sample)
+        )
+        n_test = sum(s.n_holdout for s in samples)
+        if one_stage:
+            reports = [s.report for s in samples if s.report is not None]
+            model.fit_time_s_ = time.perf_counter() - started
+            return FitOutcome(_with_radius(reports, dataset, train, center), n_trips, test, n_test)
+        forced = {
+            int(f): (rows[order], fitted.shard_of_row[idx][order])
+            for f, idx in train.groupby("file").indices.items()
+            for rows in [train["row"].to_numpy()[idx]]
+            for order in [np.argsort(rows, kind="stable")]
+        }
+        plan = StatisticsPlan(
+            model.featurizer_,
+            model.members_,
+            model.target == "log",
+            seeds.rows,
+            spec.holdout,
+            center,
+            forced,
+        )
+        total = _ensemble.reduce_parts(
+            part_statistics, dataset, parts, plan, on_done=report("statistics"), **options
+        )
+    _second_stage(model, total, fitted, seeds, train, provenance, spec, dataset)
+    model.fit_time_s_ = time.perf_counter() - started
+    report_all = combine_reports(total.reports) if total.reports else None
+    return FitOutcome(report_all, n_trips, test, n_test)
+
+
+def _workers(client, n_jobs) -> int:
+    """Parts that run at once: the cluster's threads, or the local jobs."""
+    if client is not None:
+        return max(1, sum(client.nthreads().values()))
+    from joblib import effective_n_jobs
+
+    return max(1, effective_n_jobs(n_jobs if n_jobs is not None else 1))
+
+
+def _pooled(samples: list[PartSample], dataset: TripDataset):
+    """The pooled sample (and held-out sample) in part order, radius-checked."""
+    train = pd.concat([s.train for s in samples], ignore_index=True)
+    test = pd.concat([s.test for s in samples], ignore_index=True)
+    center = None
+    radius = dataset.cleaning.max_radius_km
+    if radius is not None and len(train):
+        lat = np.concatenate(
+            [train["origin_lat"].to_numpy(float), train["dest_lat"].to_numpy(float)]
+        )
+        lon = np.concatenate(
+            [train["origin_lon"].to_numpy(float), train["dest_lon"].to_numpy(float)]
+        )
+        center = (float(np.median(lat)), float(np.median(lon)))
+        train, test = (_within(t, center, radius) for t in (train, test))
+    return train.reset_index(drop=True), test.reset_index(drop=True), center
+
+
+def _within(trips: pd.DataFrame, center, radius: float) -> pd.DataFrame:
+    near = (
+        haversine_km(
+            trips["origin_lat"].to_numpy(float), trips["origin_lon"].to_numpy(float), *center
+        )
+        <= radius
+    ) & (
+        haversine_km(trips["dest_lat"].to_numpy(float), trips["dest_lon"].to_numpy(float), *center)
+        <= radius
+    )
+    return trips.loc[near]
+
+
+def _with_radius(reports, dataset, train, center) -> CleaningReport | None:
+    """The first pass's report (it had no radius check) with the sample's radius drops:
+    when the sample is the whole data, the rows the check dropped from it."""
+    if not reports:
+        return None
+    combined = combine_reports(reports)
+    if center is None:
+        return combined
+    dropped = combined.n_kept - len(train)
+    counts = dict(combined.counts)
+    counts["invalid_coordinates"] = counts.get("invalid_coordinates", 0) + dropped
+    config = combined.config
+    return dataclasses.replace(
+        combined,
+        n_kept=len(train),
+        counts=counts,
+        center=center,
+        config=dataclasses.replace(config, center=center),
+    )
+
+
+def _take(zones, rows: np.ndarray):
+    """The labels of the sampled rows (``rows``: positions in the table)."""
+    if isinstance(zones, pd.DataFrame | pd.Series):
+        return zones.iloc[rows].reset_index(drop=True)
+    return np.asarray(zones, dtype=object)[rows]
+
+
+def _second_stage(model, total, fitted, seeds, train, provenance, spec, dataset) -> None:
+    """Refit every member on its statistics; redo what depends on the members."""
+    prune = model.refit == "prune"
+    for member, stats in zip(model.members_, total.stats, strict=True):
+        member.refit_statistics(stats, prune=prune)
+    model._set_relevance_trips(fitted)
+    model._fit_noise_scale(fitted.X, fitted.y, fitted.d, fitted.shard_of_row, seeds.noise_scale)
+    model.shard_sizes_ = np.array([s.n for s in total.stats])
+    model.n_relevance_ = np.array([m.n_relevance_ for m in model.members_])
+    median = float(np.median(train["travel_time_s"].to_numpy(float)))
+    summary: dict[str, Any] = total.summary.as_dict(median)
+    summary.update(provenance)
+    summary["two_stage"] = {
+        "sample_trips": len(train),
+        "subsample_size": model.subsample_size,
+        "refit": model.refit,
+        "parts": len(dataset.parts),
+        "held_out": spec.holdout,
+        "median_from_sample": True,
+    }
+    model.training_summary_ = summary
+    model.update_history_, model.n_updates_ = [], 0
