@@ -42,7 +42,6 @@ from vrvm.services.predictions import (
     SCORE_COLUMNS,
     prediction_table,
 )
-from vrvm.services.progress import ProgressCallback
 from vrvm.trips.cleaning import CleaningReport, combine_reports
 from vrvm.trips.durable import atomic_write
 from vrvm.trips.formats import CLOCK_FORMATS, WEEKDAY_FORMATS, check_date_format
@@ -50,7 +49,7 @@ from vrvm.trips.layouts import DURATION_ROLES, ROLE_LABELS, ROLES, SCHEMAS
 from vrvm.trips.reader import ReadLimits, iter_trips, read_layout, read_trips
 
 if TYPE_CHECKING:
-    from vrvm.trips.model import TravelTimeModel
+    from vrvm.trips.model import ProgressCallback, TravelTimeModel
 
 __all__ = [
     "INSPECT_ROWS",

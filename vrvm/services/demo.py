@@ -23,12 +23,11 @@ import numpy as np
 import pandas as pd
 
 from vrvm.services.models import SYNTHETIC_MODEL_NAME, compact_metrics
-from vrvm.services.progress import ProgressCallback
 from vrvm.services.retrain import parse_widths
 from vrvm.trips.durable import StorageError, storage_error
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.home import HOME_ENV, first_start_lock, model_store, save_training_trips
-from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.model import ProgressCallback, TravelTimeModel
 from vrvm.trips.settings import env_int
 from vrvm.trips.synthetic import SYNTHETIC_CITY_TZ, synthetic_city, synthetic_lat_lon
 
@@ -135,7 +134,7 @@ def ensure_demo_model(
 
     On first start (an empty model store) the synthetic city is generated, the default
     model trained on it (``progress(done, total, elapsed_s, phase)`` as the fit goes:
-    :data:`~vrvm.services.progress.ProgressCallback`),
+    :data:`~vrvm.trips.model.ProgressCallback`),
     scored on an independent synthetic sample, and published as version 1. A store
     with versions but no active pointer gets its latest version activated.
 

@@ -15,20 +15,15 @@ words, for the command line's bar and the dashboard's ``st.progress`` alike
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
 
 __all__ = [
     "PHASES",
-    "ProgressCallback",
     "TimeLeft",
     "describe_progress",
     "describe_step",
     "format_seconds",
 ]
 
-#: Signature of a progress callback: ``progress(done, total, elapsed_s, phase)``.
-ProgressCallback = Callable[[int, int, float, str], Any]
 
 PHASES = {
     "reading": ("part", "parts", "read"),

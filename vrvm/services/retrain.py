@@ -75,7 +75,7 @@ RETRAIN_OPTIONS: tuple[dict[str, str], ...] = (
 """The ways to produce a candidate model: ``key``, ``label`` and ``help`` of each."""
 
 #: Signature of the progress callback: ``progress(option, done, total, elapsed_s, phase)``,
-#: the fit's report (:data:`~vrvm.services.progress.ProgressCallback`) with the option first.
+#: the fit's report (:data:`~vrvm.trips.model.ProgressCallback`) with the option first.
 RetrainProgress = Callable[[str, int, int, float, str], Any]
 
 

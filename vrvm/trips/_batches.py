@@ -513,7 +513,9 @@ def parquet_batches(
     start = 2
     skip, take = rows if rows is not None else (0, None)
     try:
-        parquet = pq.ParquetFile(src.handle())
+        # no pre-buffering: pyarrow would read column chunks ahead of the batches,
+        # and memory would grow with the row groups instead of staying one batch's
+        parquet = pq.ParquetFile(src.handle(), pre_buffer=False)
         if row_groups is not None:
             row_groups = sorted(row_groups)
             metadata = parquet.metadata

@@ -82,25 +82,50 @@ def map_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
     ``plan`` once (:func:`_shared`), and a part each: paths and row groups, never
     rows. ``on_done(done, total)`` is called as parts complete.
     """
-    total = len(parts)
-    if dataset.in_memory or (client is None and n_jobs in (None, 1)):
-        for done, part in enumerate(parts, 1):
-            result = func(dataset, part, plan)
-            if on_done is not None:
-                on_done(done, total)
-            yield result
+    if client is not None:
+        futures = _submit_parts(client, func, dataset, parts, plan)
+        try:
+            _report(client, futures, on_done)
+            for future in futures:
+                yield future.result()
+        except BaseException:
+            client.cancel(futures)
+            raise
         return
-    if client is None:
+    if dataset.in_memory or n_jobs in (None, 1):
+        results = (func(dataset, part, plan) for part in parts)
+    else:
         from joblib import delayed
 
         parallel = watched_parallel(n_jobs, return_as="generator")
         results = parallel(delayed(func)(dataset, part, plan) for part in parts)
-        for done, result in enumerate(results, 1):
-            if on_done is not None:
-                on_done(done, total)
-            yield result
-        return
-    yield from _dask_parts(client, func, dataset, parts, plan, on_done)
+    for done, result in enumerate(results, 1):
+        if on_done is not None:
+            on_done(done, len(parts))
+        yield result
+
+
+def reduce_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
+    """The sum of ``func(dataset, part, plan)`` over the parts, paired in part order
+    by :func:`vrvm.trips._outofcore.pairwise_sum` (the same rounding everywhere).
+
+    On Dask the sums are tasks too, so only the total comes back to the client.
+    """
+    from vrvm.trips._outofcore import pairwise_sum
+
+    if client is None:
+        return pairwise_sum(
+            map_parts(func, dataset, parts, plan, client=None, n_jobs=n_jobs, on_done=on_done)
+        )
+    futures = _submit_parts(client, func, dataset, parts, plan)
+    try:
+        total = pairwise_sum(futures, lambda a, b: client.submit(operator.add, a, b, pure=False))
+        _report(client, futures, on_done)
+        futures = [total]  # the parts' results are released as their sums complete
+        return total.result()
+    except BaseException:
+        client.cancel(futures)
+        raise
 
 
 def _identity(value):
@@ -121,70 +146,28 @@ def _pinned(func, *args):
         return func(*args)
 
 
-def _dask_parts(client, func, dataset, parts, plan, on_done):
+def _submit_parts(client, func, dataset, parts, plan) -> list:
+    """One Dask task per part, sharing the data set's description and ``plan``."""
+    dataset_f, plan_f = _shared(client, dataset, plan)
+    return [client.submit(_pinned, func, dataset_f, part, plan_f, pure=False) for part in parts]
+
+
+def _report(client, futures, on_done) -> None:
+    """Call ``on_done(done, total)`` as the futures complete (on the client's own loop:
+    with a client that is not the default one, as_completed would find none)."""
+    if on_done is None:
+        return
     from distributed import as_completed
 
-    futures = []
-    try:
-        shared = _shared(client, dataset, plan)
-        futures = [
-            client.submit(_pinned, func, shared[0], part, shared[1], pure=False) for part in parts
-        ]
-        if on_done is not None:
-            for done, _ in enumerate(as_completed(futures, loop=client.loop), 1):
-                on_done(done, len(parts))
-        for future in futures:
-            yield future.result()
-    except BaseException:
-        client.cancel(futures)
-        raise
-
-
-def reduce_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
-    """The sum of ``func(dataset, part, plan)`` over the parts, paired by a binary
-    counter in part order (:func:`vrvm.trips._outofcore.sum_statistics`).
-
-    On Dask the sums are tasks too, so only the total comes back to the client.
-    """
-    from vrvm.trips._outofcore import sum_statistics
-
-    if client is None:
-        return sum_statistics(
-            map_parts(func, dataset, parts, plan, client=None, n_jobs=n_jobs, on_done=on_done)
-        )
-    from distributed import as_completed
-
-    futures = []
-    try:
-        shared = _shared(client, dataset, plan)
-        futures = [
-            client.submit(_pinned, func, shared[0], part, shared[1], pure=False) for part in parts
-        ]
-        stack = []  # the same pairing as sum_statistics, as tasks
-        for future in futures:
-            item = (1, future)
-            while stack and stack[-1][0] == item[0]:
-                size, left = stack.pop()
-                item = (size + item[0], client.submit(operator.add, left, item[1], pure=False))
-            stack.append(item)
-        total = stack.pop()[1]
-        while stack:
-            total = client.submit(operator.add, stack.pop()[1], total, pure=False)
-        if on_done is not None:
-            for done, _ in enumerate(as_completed(futures, loop=client.loop), 1):
-                on_done(done, len(parts))
-        futures = [total]  # the parts' results are released as their sums complete
-        return total.result()
-    except BaseException:
-        client.cancel(futures)
-        raise
+    for done, _ in enumerate(as_completed(futures, loop=client.loop), 1):
+        on_done(done, len(futures))
 
 
 def fit_members(tasks, progress, started: float, client, n_jobs) -> list[VRVMRegressor]:
     """Fit one member per task, on the Dask ``client`` or in ``n_jobs`` loky processes.
 
-    ``tasks`` holds ``(index, X, y, d, params)``; ``progress(done, total, elapsed_s)``
-    is called in this process as each member completes (in any order).
+    ``tasks`` holds ``(index, X, y, d, params)``; ``progress(done, total, elapsed_s,
+    "members")`` is called in this process as each member completes (in any order).
     """
     members: list[VRVMRegressor | None] = [None] * len(tasks)
     done = 0

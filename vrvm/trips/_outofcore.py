@@ -19,6 +19,7 @@ read. A sampled trip goes to the member whose subsample it was in.
 from __future__ import annotations
 
 import hashlib
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,10 +35,10 @@ __all__ = [
     "SampleSpec",
     "StatisticsPlan",
     "TripSummary",
+    "pairwise_sum",
     "part_statistics",
     "row_uniforms",
     "sample_part",
-    "sum_statistics",
 ]
 
 # streams of row_uniforms: one independent uniform per trip and purpose
@@ -293,19 +294,20 @@ def part_statistics(dataset, part, plan: StatisticsPlan) -> PartStatistics:
     return PartStatistics(stats, summary, reports)
 
 
-def sum_statistics(results) -> PartStatistics:
-    """Sum part results in order by a binary counter: the same pairing (hence the same
-    rounding) whatever runs the parts, holding O(log P) partial sums."""
-    stack: list[tuple[int, PartStatistics]] = []  # (size, sum), sizes decreasing
-    for result in results:
-        item = (1, result)
-        while stack and stack[-1][0] == item[0]:
+def pairwise_sum(items, add=operator.add):
+    """Sum ``items`` in order, paired by a binary counter: the same pairing (hence the
+    same rounding) whoever adds, holding O(log P) partial sums. ``add`` may build the
+    sum as tasks (Dask futures) instead of computing it."""
+    stack: list = []  # (size, partial sum), sizes decreasing
+    for item in items:
+        entry = (1, item)
+        while stack and stack[-1][0] == entry[0]:
             size, left = stack.pop()
-            item = (size + item[0], left + item[1])
-        stack.append(item)
+            entry = (size + entry[0], add(left, entry[1]))
+        stack.append(entry)
     if not stack:
         raise ValueError("no parts to sum")
     total = stack.pop()[1]
     while stack:
-        total = stack.pop()[1] + total
+        total = add(stack.pop()[1], total)
     return total

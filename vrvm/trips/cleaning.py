@@ -412,6 +412,22 @@ class CleaningReport:
         return self.summary()
 
 
+def median_point(olat, olon, dlat, dlon) -> tuple[float, float]:
+    """(lat, lon) median of the trips' origins and destinations together: the centre
+    from which ``max_radius_km`` is measured."""
+    return (
+        float(np.median(np.concatenate([olat, dlat]))),
+        float(np.median(np.concatenate([olon, dlon]))),
+    )
+
+
+def far_from(center, radius_km: float, olat, olon, dlat, dlon) -> np.ndarray:
+    """True for trips with an end farther than ``radius_km`` from ``center``."""
+    return (haversine_km(olat, olon, *center) > radius_km) | (
+        haversine_km(dlat, dlon, *center) > radius_km
+    )
+
+
 def clean_parsed(
     parsed: Parsed,
     rows: np.ndarray,
@@ -454,13 +470,8 @@ def clean_parsed(
         center = None
         if config.max_radius_km is not None and np.any(reason == 0):
             ok = reason == 0
-            center = config.center or (
-                float(np.median(np.concatenate([olat[ok], dlat[ok]]))),
-                float(np.median(np.concatenate([olon[ok], dlon[ok]]))),
-            )
-            far = (haversine_km(olat, olon, *center) > config.max_radius_km) | (
-                haversine_km(dlat, dlon, *center) > config.max_radius_km
-            )
+            center = config.center or median_point(olat[ok], olon[ok], dlat[ok], dlon[ok])
+            far = far_from(center, config.max_radius_km, olat, olon, dlat, dlon)
             fail(far, "invalid_coordinates")
 
         if require_duration:

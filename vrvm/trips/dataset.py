@@ -263,12 +263,10 @@ class TripDataset:
             yield trips, None
             return
         plan = self._plans[part.file]
-        config = self.cleaning
         config = dataclasses.replace(
-            config,
-            max_radius_km=config.max_radius_km if center is not None else None,
+            self.cleaning,
+            max_radius_km=self.cleaning.max_radius_km if center is not None else None,
             center=center,
-            drop_duplicates=config.drop_duplicates,
         )
         yield from clean_batches(
             plan.source,

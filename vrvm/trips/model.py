@@ -44,8 +44,9 @@ __all__ = ["TravelTimeModel"]
 logger = logging.getLogger(__name__)
 
 
-#: Signature of the progress callback: ``progress(i_done, n_members, elapsed_s)``.
-ProgressCallback = Callable[[int, int, float], Any]
+#: Signature of the progress callback: ``progress(done, total, elapsed_s, phase)``,
+#: phase one of "reading", "members", "statistics" (see :meth:`TravelTimeModel.fit`).
+ProgressCallback = Callable[[int, int, float, str], Any]
 
 # Parameters passed on unchanged to every member (and to the width-selection fit).
 _REGRESSOR_PARAMS = (
@@ -370,10 +371,11 @@ class TravelTimeModel(BaseEstimator):
             read part by part, never all at once). Beyond ``subsample_size`` trips per
             member the fit has two stages (:func:`vrvm.trips.training.fit_dataset`).
         progress : callable or None, default=None
-            Called as ``progress(i_done, n_members, elapsed_s)`` in the calling
-            process after each member completes (members may complete in any order),
-            ``elapsed_s`` counting from the start of ``fit``. For a CLI progress bar
-            or ``st.progress``.
+            Called as ``progress(done, total, elapsed_s, phase)`` in the calling
+            process, ``elapsed_s`` counting from the start of ``fit``: with phase
+            ``"members"`` after each member completes (in any order), and for a
+            two-stage fit ``"reading"`` and ``"statistics"`` after each part of the
+            first and second pass. For a CLI progress bar or ``st.progress``.
         zones : array-like or pandas.DataFrame, optional
             Zone labels of each trip used for stratification instead of H3 cells:
             shape ``(n,)`` (one label, e.g. an origin-destination pair) or

@@ -45,9 +45,8 @@ from vrvm.trips._outofcore import (
     part_statistics,
     sample_part,
 )
-from vrvm.trips.cleaning import CleaningReport, combine_reports
+from vrvm.trips.cleaning import CleaningReport, combine_reports, far_from, median_point
 from vrvm.trips.dataset import PART_ROWS, TripDataset
-from vrvm.trips.geo import haversine_km
 from vrvm.trips.table import check_trips, trip_provenance
 
 __all__ = ["FitOutcome", "fit_dataset"]
@@ -218,28 +217,14 @@ def _pooled(samples: list[PartSample], dataset: TripDataset):
     center = None
     radius = dataset.cleaning.max_radius_km
     if radius is not None and len(train):
-        lat = np.concatenate(
-            [train["origin_lat"].to_numpy(float), train["dest_lat"].to_numpy(float)]
-        )
-        lon = np.concatenate(
-            [train["origin_lon"].to_numpy(float), train["dest_lon"].to_numpy(float)]
-        )
-        center = (float(np.median(lat)), float(np.median(lon)))
-        train, test = (_within(t, center, radius) for t in (train, test))
+        center = median_point(*_ends(train))
+        train, test = (t.loc[~far_from(center, radius, *_ends(t))] for t in (train, test))
     return train.reset_index(drop=True), test.reset_index(drop=True), center
 
 
-def _within(trips: pd.DataFrame, center, radius: float) -> pd.DataFrame:
-    near = (
-        haversine_km(
-            trips["origin_lat"].to_numpy(float), trips["origin_lon"].to_numpy(float), *center
-        )
-        <= radius
-    ) & (
-        haversine_km(trips["dest_lat"].to_numpy(float), trips["dest_lon"].to_numpy(float), *center)
-        <= radius
-    )
-    return trips.loc[near]
+def _ends(trips: pd.DataFrame) -> list[np.ndarray]:
+    columns = ("origin_lat", "origin_lon", "dest_lat", "dest_lon")
+    return [trips[c].to_numpy(float) for c in columns]
 
 
 def _with_radius(reports, dataset, train, center) -> CleaningReport | None:
