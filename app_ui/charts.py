@@ -6,12 +6,15 @@ evaluation of candidates, the ELBO curves); nothing is computed here beyond layo
 
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 import plotly.graph_objects as go
 
 from vrvm import MixtureDistribution
-from vrvm.services.colours import DEST_RGB, ORIGIN_RGB, hex_colour
+from vrvm.services.colours import DEST_RGB, ORIGIN_RGB, TIME_PALETTE, hex_colour
 from vrvm.services.forecast import ODForecast, density_curve, interval_table
+from vrvm.services.schedule import ArriveBy
 
 ORIGIN = hex_colour(ORIGIN_RGB)
 DEST = hex_colour(DEST_RGB)
@@ -211,6 +214,61 @@ def profile_figure(
     )
 
 
+def _wall_clock(times) -> pd.DatetimeIndex:
+    """Local wall-clock times for an axis (plotly would show aware times in UTC)."""
+    times = pd.DatetimeIndex(times)
+    return times if times.tz is None else times.tz_localize(None)
+
+
+def arrive_by_figure(answer: ArriveBy, *, synthetic: bool = False) -> go.Figure:
+    """P(arrive by the deadline) against departure time, the required p and the answer."""
+    curve = answer.curve
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=_wall_clock(curve["departure"]),
+            y=curve["prob_on_time"],
+            mode="lines",
+            line={"color": MIXTURE, "width": 3},
+            name="P(arrive by the deadline)",
+            hovertemplate="leave %{x|%H:%M}: %{y:.1%}<extra></extra>",
+        )
+    )
+    fig.add_hline(y=answer.prob, line={"color": DEST, "dash": "dash", "width": 1.5})
+    fig.add_annotation(
+        x=0.0,
+        xref="paper",
+        y=answer.prob,
+        text=f"required {100 * answer.prob:g} %",
+        showarrow=False,
+        xanchor="left",
+        yanchor="bottom",
+        font={"size": 11, "color": DEST},
+    )
+    if answer.departure is not None:
+        when = _wall_clock([answer.departure])
+        fig.add_trace(
+            go.Scatter(
+                x=when,
+                y=[answer.prob_at_departure],
+                mode="markers",
+                marker={"color": ORIGIN, "size": 12, "line": {"color": "white", "width": 1}},
+                name=f"latest departure {when[0]:%H:%M:%S}",
+                hovertemplate="leave by %{x|%H:%M:%S}: %{y:.1%}<extra></extra>",
+            )
+        )
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    fig.update_xaxes(tickformat="%H:%M")
+    return _layout(
+        fig,
+        title=f"Probability of arriving by {answer.deadline:%H:%M}, by departure time",
+        x="departure time (local)",
+        y="P(arrive by the deadline)",
+        synthetic=synthetic,
+        height=380,
+    )
+
+
 def elbo_figure(curves: pd.DataFrame) -> go.Figure:
     """Each member's evidence lower bound per iteration (the first steps' very low values
     are cut off so the converged part is readable)."""
@@ -323,6 +381,31 @@ def pit_figure(pits: dict[str, pd.DataFrame]) -> go.Figure:
         y="density (1 = flat)",
         synthetic=False,
         height=380,
+    )
+
+
+def matrix_heatmap_figure(grid: pd.DataFrame, *, synthetic: bool = False) -> go.Figure:
+    """Median minutes between zones: origins as rows, destinations as columns."""
+    steps = len(TIME_PALETTE) - 1
+    fig = go.Figure(
+        go.Heatmap(
+            z=grid.to_numpy(),
+            x=[html.escape(str(label)) for label in grid.columns],
+            y=[html.escape(str(label)) for label in grid.index],
+            colorscale=[[i / steps, hex_colour(rgb)] for i, rgb in enumerate(TIME_PALETTE)],
+            colorbar={"title": {"text": "min"}},
+            hovertemplate="%{y} → %{x}<br>median %{z:.1f} min<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed")  # the first origin on top, as in the table
+    fig.update_layout(hovermode="closest")
+    return _layout(
+        fig,
+        title="Median travel time (minutes)",
+        x="destination",
+        y="origin",
+        synthetic=synthetic,
+        height=max(340, 120 + 14 * len(grid)),
     )
 
 

@@ -10,10 +10,15 @@ import pandas as pd
 import streamlit as st
 
 from app_ui.context import ModelContext
-from vrvm.services import coverage
+from vrvm.services import coverage, indices
 from vrvm.services.places import Place
 
 METRIC_LABELS = {"median": "Median travel time", "probability": "P(arrive within T)"}
+INDEX_LABELS = {  # reliability indices of the table (vrvm.services.indices)
+    "planning_time_index": "planning time index",
+    "buffer_index": "buffer index",
+    "misery_index": "misery index",
+}
 
 
 def set_values(key: str, *, metric: str | None = None, confidence: float | None = None) -> None:
@@ -47,7 +52,9 @@ def show_options(key: str) -> tuple[str, float]:
 
 def compute(ctx: ModelContext, origin: Place, departure, threshold_min: float, metric: str):
     """The coverage grid and the map's fill colours, tooltips and legend."""
-    grid = coverage.coverage_grid(ctx.model, ctx.area, origin, departure, threshold_min)
+    grid = coverage.coverage_grid(
+        ctx.model, ctx.area, origin, departure, threshold_min, indices=True
+    )
     near = ctx.area.kind != "polygons"  # polygons: trips from the origin's zone only
     fill, tips, legend = coverage.coverage_map(grid, metric, threshold_min, near=near)
     return grid, fill, tips, legend
@@ -91,16 +98,20 @@ def show_results(
         width="stretch",
     )
     nearest = grid.sort_values("median_min").head(200)
-    table = nearest[["label", "median_min", "lower80_min", "upper80_min", "prob_within"]].rename(
+    shown = ["label", "median_min", "lower80_min", "upper80_min", "prob_within"]
+    shown += [name for name in INDEX_LABELS if name in grid.columns]
+    table = nearest[shown].rename(
         columns={
             "label": "zone",
             "median_min": "median (min)",
             "lower80_min": "80 % from",
             "upper80_min": "80 % to",
             "prob_within": f"P(≤ {threshold_min:g} min)",
+            **INDEX_LABELS,
         }
     )
     minutes = st.column_config.NumberColumn(format="%.1f")
+    ratio = st.column_config.NumberColumn(format="%.2f")
     st.dataframe(
         table,
         hide_index=True,
@@ -111,6 +122,7 @@ def show_results(
             "median (min)": minutes,
             "80 % from": minutes,
             "80 % to": minutes,
+            **{label: ratio for label in INDEX_LABELS.values()},
             f"P(≤ {threshold_min:g} min)": st.column_config.ProgressColumn(
                 min_value=0.0, max_value=1.0, format="percent"
             ),
@@ -126,7 +138,8 @@ def show_results(
         )
     st.caption(
         "Probability-of-coverage map (Westgate et al. 2013): from the origin, for the departure "
-        "time shown, each zone's chance of being reached within T minutes."
+        "time shown, each zone's chance of being reached within T minutes. "
+        + indices.definitions()
         + thin
         + (" Synthetic data." if ctx.synthetic else "")
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_ui import charts
+from app_ui import charts, indices_view
 from app_ui.context import ModelContext
 from vrvm.services import forecast
 from vrvm.services.places import ODState
@@ -68,6 +68,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
     cols[3].metric(f"P(arrive within {threshold_min:g} min)", f"{100 * result.prob_within:.0f} %")
     st.caption(result.summary_text() + (" Synthetic data." if ctx.synthetic else ""))
     _support_note(answer)
+    indices_view.show(answer.indices)
 
     left, right = st.columns([3, 2])
     with left:

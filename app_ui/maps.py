@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 import pydeck as pdk
@@ -28,6 +29,7 @@ TOOLTIP_STYLE = {
     "color": "white",
     "fontSize": "13px",
     "padding": "6px 8px",
+    "whiteSpace": "pre-line",  # "\n" in a field breaks the line (Streamlit escapes "<br/>" there)
 }
 
 # Styling of boundary features by their "kind" (the synthetic city's layers); other
@@ -216,17 +218,25 @@ def zone_deck(
     fill=None,
     tips=None,
     basemap: bool = False,
+    under: Sequence[pdk.Layer] = (),
+    markers: pd.DataFrame | None = None,
 ) -> pdk.Deck:
-    """Clickable zones (layer id ``zones``) with origin A and destination B marked."""
+    """Clickable zones (layer id ``zones``) with origin A and destination B marked.
+
+    ``under``: layers drawn beneath the zones (above the boundary areas), such as
+    regions the zones' fills leave visible (:func:`isochrone_layer`). ``markers``
+    (columns ``lat``, ``lon``, ``name``, ``label``, ``color``; a fleet's bases) replace
+    the A and B markers.
+    """
     data = map_layers.zone_layer_data(area, state, fill=fill, tips=tips)
     boundaries = boundary_layers(area.boundaries)
     areas = [layer for layer in boundaries if layer.id == "boundaries-areas"]
     overlays = [layer for layer in boundaries if layer.id != "boundaries-areas"]
     zones, od_zones = _zone_layers(area, data, map_layers.od_zone_data(state))
-    markers = map_layers.marker_data(state)
+    markers = map_layers.marker_data(state) if markers is None else markers.copy()
     # the marker labels name zones, perhaps after an uploaded file: escaped like the zones'
     markers["label"] = [html.escape(str(label)) for label in markers["label"]]
-    layers = [*areas, zones, *overlays, od_zones]
+    layers = [*areas, *under, zones, *overlays, od_zones]
     if len(markers):
         layers.append(
             pdk.Layer(
@@ -336,3 +346,22 @@ def legend_html(legend: list[tuple[str, str]], title: str) -> str:
         for label, colour in legend
     )
     return f"<div style='font-size:0.85rem'><b>{html.escape(title)}</b><br/>{items}</div>"
+
+
+def isochrone_layer(features: list[dict]) -> pdk.Layer:
+    """Nested regions (GeoJSON features with ``fill`` and ``line``), outermost first.
+
+    Not pickable: it lies under the clickable zones, whose tooltips say what the
+    regions mean (:func:`vrvm.services.isochrones.isochrone_map`).
+    """
+    return pdk.Layer(
+        "GeoJsonLayer",
+        {"type": "FeatureCollection", "features": features},
+        id="isochrones",
+        get_fill_color="properties.fill",
+        get_line_color="properties.line",
+        line_width_min_pixels=2,
+        stroked=True,
+        filled=True,
+        pickable=False,
+    )

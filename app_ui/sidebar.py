@@ -32,6 +32,7 @@ PAGES = (
     ("app.py", "Predict", ":material/route:"),
     ("pages/1_Relevance_vectors.py", "Relevance vectors", ":material/hub:"),
     ("pages/2_Retrain.py", "Retrain & publish", ":material/model_training:"),
+    ("pages/3_Plan.py", "Plan", ":material/event_available:"),
 )
 
 

@@ -73,3 +73,27 @@ def test_click_two_zones_and_read_the_forecast(chromium, server, vrvm_home):
         finally:
             browser.close()
     assert (OUTPUT / "e2e_predict.png").stat().st_size > 10_000
+
+
+def test_plan_page_sections_answer_in_the_browser(chromium, server):
+    """The Plan page opens on an answer in each section (first-visit defaults)."""
+    OUTPUT.mkdir(exist_ok=True)
+    with chromium.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(server + "/Plan")
+            page.get_by_text("Latest departure").first.wait_for(timeout=60_000)
+            page.get_by_text("Download the curve (CSV)").wait_for(timeout=30_000)
+            page.get_by_text("Fleet coverage").first.click()
+            page.get_by_text("Where should one more base go?").wait_for(timeout=45_000)
+            page.get_by_text("Rank the zones for one more base").click()
+            page.get_by_text("with a base at").first.wait_for(timeout=90_000)
+            page.get_by_text("Probability isochrones").first.click()
+            page.get_by_text("Download GeoJSON").wait_for(timeout=45_000)
+            page.get_by_text("OD matrix").first.click()
+            page.get_by_text("Download CSV").wait_for(timeout=45_000)
+            page.screenshot(path=OUTPUT / "e2e_plan.png")
+        finally:
+            browser.close()
+    assert (OUTPUT / "e2e_plan.png").stat().st_size > 10_000

@@ -98,7 +98,7 @@ def test_predict_page_first_run(vrvm_home):
     at = run_app()
     no_exception(at)
     links = [link.proto.label for link in at.get("page_link")]
-    assert links == ["Predict", "Relevance vectors", "Retrain & publish"]
+    assert links == ["Predict", "Relevance vectors", "Retrain & publish", "Plan"]
     assert at.title[0].value == "Travel time, with its uncertainty"
     assert any("Synthetic data" in w.value for w in at.warning)
     assert [s.label for s in at.selectbox][:2] == ["Origin (A)", "Destination (B)"]

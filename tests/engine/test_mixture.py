@@ -509,7 +509,7 @@ def test_the_series_is_used_only_where_it_is_exact():
     assert _series_df(q, df).shape == (4, 1)
     assert _series_df(q, None) is None  # Gaussian members
     assert _series_df(np.array([1e-4, 0.5, 0.5]), df) is None  # a far tail
-    assert _series_df(q, np.full((4, 3), 5e3)) is None  # df too small
+    assert _series_df(q, np.full((4, 3), 500.0)) is None  # df too small
     varying = df.copy()
     varying[0, 1] = 3e4  # a member's df differs between queries
     assert _series_df(q, varying) is None

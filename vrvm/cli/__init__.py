@@ -1,5 +1,5 @@
-"""Command-line interface: ``vrvm demo | demo-data | train | predict | evaluate | update |
-versions | inspect``.
+"""Command-line interface: ``vrvm demo | demo-data | train | predict | arrive-by | matrix |
+evaluate | update | versions | inspect``.
 
 Conventions (Unix):
 
@@ -52,6 +52,7 @@ from vrvm.cli._args import (
     seed_int,
     widths_list,
 )
+from vrvm.cli._matrix import add_parser as add_matrix_parser
 from vrvm.cli._output import (
     format_demo_table,
     format_metrics,
@@ -65,6 +66,7 @@ from vrvm.cli._reading import (
     reading_options,
     reading_parser,
 )
+from vrvm.cli._schedule import add_arrive_by_parser
 from vrvm.cli._train import check_model_target, cmd_train, fit_with_progress
 from vrvm.services.area_check import check_same_area
 from vrvm.services.demo import demo_predictions
@@ -456,6 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="output CSV, or Parquet by extension; - for stdout (default)",
     )
     predict.set_defaults(handler=_cmd_predict)
+    add_arrive_by_parser(commands, [common])
+    add_matrix_parser(commands, common)
 
     update = commands.add_parser(
         "update",

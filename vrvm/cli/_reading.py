@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import bz2
+import contextlib
 import gzip
 import lzma
 import os
@@ -24,9 +25,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -35,11 +34,12 @@ import pandas as pd
 
 from vrvm.cli._args import time_zone
 from vrvm.cli._output import ProgressBar
-from vrvm.engine._blas import single_threaded_blas
 from vrvm.services.predictions import (
+    PREDICT_THREADS,
     PREDICTION_COLUMNS,
     QUERY_CLEANING,
     SCORE_COLUMNS,
+    in_threads,
     prediction_table,
 )
 from vrvm.trips.cleaning import CleaningReport, combine_reports
@@ -71,9 +71,6 @@ PREDICT_BATCH_BYTES = 2 * 2**20
 """Bytes of query text ``vrvm predict`` reads, predicts and writes at once (2 MiB: some
 30,000 queries; the model's features for them take a few tens of MB)."""
 
-PREDICT_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
-"""Threads that predict batches of ``vrvm predict`` at once: one per core (at most 8);
-each runs BLAS on one thread."""
 PREDICT_PROGRESS_BYTES = 32 * 2**20
 """Files of queries from this size on (32 MiB: about a million Parquet rows) show the
 progress of ``vrvm predict`` when stderr is not a terminal (a log file, a pipe)."""
@@ -302,40 +299,31 @@ class _Predictions:
     def _table(self, queries: pd.DataFrame, report: CleaningReport) -> pd.DataFrame:
         return prediction_table(self.model, queries, report).reindex(columns=self.columns)
 
+    def _read(self) -> Iterator[tuple[pd.DataFrame, CleaningReport]]:
+        for queries, report in self.batches:
+            self.reports.append(report)
+            truth = queries["travel_time_s"].to_numpy(dtype=np.float64)
+            self.scored = self.scored or bool(np.isfinite(truth).any())
+            yield queries, report
+
+    def _predicted(self, batch: tuple[pd.DataFrame, CleaningReport]):
+        return self._table(*batch), batch[1]
+
     def __iter__(self) -> Iterator[pd.DataFrame]:
         """The tables in file order, predicted by :data:`PREDICT_THREADS` threads.
 
         This thread reads batch i + 1 and writes batch i - 1 (between the yields) while
-        the threads predict: numpy, scipy and BLAS release the GIL, so each core
-        predicts its own batch. At most ``PREDICT_THREADS + 1`` batches are held.
-        BLAS is limited to one thread here, for the whole pipeline: a limit set and
-        lifted by the threads themselves, batch after batch, left OpenBLAS's threads
-        spinning (measured on 1e6 queries: 5 times the CPU time and the wall time).
+        the threads predict (:func:`vrvm.services.predictions.in_threads`, BLAS on one
+        thread); at most ``PREDICT_THREADS + 1`` batches are held.
         """
         self._report(0, self.total_rows)
-        with (
-            single_threaded_blas(),
-            ThreadPoolExecutor(PREDICT_THREADS, thread_name_prefix="vrvm-predict") as pool,
-        ):
-            pending: deque = deque()
-            try:
-                for queries, report in self.batches:
-                    self.reports.append(report)
-                    truth = queries["travel_time_s"].to_numpy(dtype=np.float64)
-                    self.scored = self.scored or bool(np.isfinite(truth).any())
-                    pending.append((pool.submit(self._table, queries, report), report))
-                    del queries  # held by the task only
-                    while len(pending) > PREDICT_THREADS:
-                        yield self._finished(*pending.popleft())
-                while pending:
-                    yield self._finished(*pending.popleft())
-            finally:  # an error or an abandoned iteration: do not predict the rest
-                for future, _ in pending:
-                    future.cancel()
+        predicted = in_threads(self._predicted, self._read(), threads=PREDICT_THREADS)
+        with contextlib.closing(predicted):
+            for table, report in predicted:
+                yield self._finished(table, report)
         self._report(self.rows_read, self.rows_read)
 
-    def _finished(self, future: Future, report: CleaningReport) -> pd.DataFrame:
-        table = future.result()
+    def _finished(self, table: pd.DataFrame, report: CleaningReport) -> pd.DataFrame:
         self.rows_read += report.n_input + report.n_empty_rows
         if self.total_rows:  # a count of lines may exceed the rows (quoted line breaks)
             self._report(min(self.rows_read, self.total_rows - 1), self.total_rows)

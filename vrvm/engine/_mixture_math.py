@@ -20,19 +20,25 @@ _STEP_TOL = 1e-6  # in units of the smallest member scale
 _FINE_TOL = 1e-12  # likewise, for the predicted error after a Halley step
 _BRACKET_RTOL = 1e-13
 # Student-t cdf by its expansion in 1/nu (``t_cdf_series``) inside the solver when every
-# member has df >= _SERIES_MIN_DF and the tail probability sought is >= _SERIES_MIN_TAIL.
-_SERIES_MIN_DF = 1e4
+# member has df >= _SERIES_MIN_DF and the tail probability sought is >= _SERIES_MIN_TAIL;
+# four terms from _SERIES_FOUR_TERMS_DF on, six below.
+_SERIES_MIN_DF = 600.0
+_SERIES_FOUR_TERMS_DF = 1e4
 _SERIES_MIN_TAIL = 1e-3
-# p_k(u), u = z^2, for k = 1..4 (row k - 1), lowest power first, padded to degree 7:
-# F(z) = Phi(z) - phi(z) z sum_k p_k(z^2) / nu^k
-_T_SERIES = np.array(
-    [
-        np.r_[[1.0, 1.0], np.zeros(6)] / 4.0,
-        np.r_[[-3.0, -5.0, -7.0, 3.0], np.zeros(4)] / 96.0,
-        np.r_[[-15.0, -3.0, 6.0, 14.0, -11.0, 1.0], np.zeros(2)] / 384.0,
-        np.array([945.0, 915.0, -213.0, -939.0, -2141.0, 2225.0, -375.0, 15.0]) / 92160.0,
-    ]
+# p_k(u), u = z^2, for k = 1..6 (row k - 1), lowest power first, padded to degree 11:
+# F(z) = Phi(z) - phi(z) z sum_k p_k(z^2) / nu^k; each row's numerators and denominator
+# fmt: off
+_T_TERMS = (
+    ((1, 1), 4.0),
+    ((-3, -5, -7, 3), 96.0),
+    ((-15, -3, 6, 14, -11, 1), 384.0),
+    ((945, 915, -213, -939, -2141, 2225, -375, 15), 92160.0),
+    ((17955, 5355, 180, 1140, 2490, 5994, -7516, 1764, -133, 3), 368640.0),
+    ((-2463615, -2329425, 129465, 263115, -384150, -876282,
+      -2253390, 3237542, -946043, 101115, -4347, 63), 185794560.0),
 )
+# fmt: on
+_T_SERIES = np.array([np.r_[num, np.zeros(12 - len(num))] / den for num, den in _T_TERMS])
 _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 
 # Double-exponential quadrature of the CRPS dispersion term for Student-t mixtures.
@@ -53,23 +59,27 @@ def std_cdf(z, df):
 
 
 def t_cdf_series(z, nu):
-    """Standard Student-t cdf for large ``nu`` by its expansion in 1/nu, four terms.
+    """Standard Student-t cdf for large ``nu`` by its expansion in 1/nu, four or six terms.
 
-    ``nu`` of shape (M, 1) (one value per row of ``z``, of shape (M, P)), >= 1e4.
+    ``nu`` of shape (M, 1) (one value per row of ``z``, of shape (M, P)), >= 600.
 
-    F(z) = Phi(z) - phi(z) z sum_{k=1..4} p_k(z^2) / nu^k, with p_1(u) = (u + 1)/4 (the
-    classical first term; Fisher 1925) and the next three derived (sympy) by expanding
-    the density ratio f_nu / phi in 1/nu, normalising it, and integrating each term
-    as -d/dz [phi(z) z p_k(z^2)]. The error is the omitted fifth term: at most 1.2e-16
-    in absolute value for nu >= 1e4 (checked against mpmath's incomplete beta at 40
-    digits), so F has the absolute accuracy of scipy's ``stdtr`` (whose incomplete
-    beta function costs about six times as much); its relative accuracy fails only far
-    in the tails (|z| > 6), where the solver does not use it. ``nu = inf`` gives the
-    normal cdf.
+    F(z) = Phi(z) - phi(z) z sum_{k=1..K} p_k(z^2) / nu^k, with p_1(u) = (u + 1)/4 (the
+    classical first term; Fisher 1925) and the next five derived (sympy) by expanding
+    the density ratio f_nu / phi in 1/nu, normalising it (with the normal moments
+    E z^2m = (2m - 1)!!), and integrating each term as -d/dz [phi(z) z p_k(z^2)]. K = 4
+    when every nu >= 1e4, else K = 6. The error is that of the omitted terms, checked
+    against mpmath's incomplete beta at 40 digits for |z| <= 12: with four terms at most
+    2e-19 in absolute value for nu >= 1e4 (2e-16 at nu = 2,500); with six at most
+    7e-17 for nu >= 600 (2e-21 at nu = 2,500). So F has the absolute accuracy of scipy's
+    ``stdtr`` (whose incomplete beta function costs three to six times as much); its
+    relative accuracy fails only far in the tails (|z| > 6), where the solver does not
+    use it. ``nu = inf`` gives the normal cdf.
     """
-    # the four polynomials summed per row: sum_k p_k(u) / nu^k = sum_j c_j u^j
-    powers = (1.0 / np.asarray(nu, dtype=np.float64))[..., None] ** np.arange(1, 5)
-    coef = np.moveaxis(powers @ _T_SERIES, -1, 0)  # c_j, shape (8, M, 1)
+    # the K polynomials summed per row: sum_k p_k(u) / nu^k = sum_j c_j u^j
+    nu = np.asarray(nu, dtype=np.float64)
+    terms = 4 if np.min(nu) >= _SERIES_FOUR_TERMS_DF else 6
+    powers = (1.0 / nu)[..., None] ** np.arange(1, terms + 1)
+    coef = np.moveaxis(powers @ _T_SERIES[:terms, : 2 * terms], -1, 0)  # c_j, (2K, M, 1)
     near = np.clip(z, -40.0, 40.0)  # beyond, phi(z) underflows: the correction is 0
     u = near * near
     series = coef[-1] * u
@@ -263,11 +273,11 @@ def _series_df(q: np.ndarray, df: np.ndarray | None) -> np.ndarray | None:
     """Each member's df, shape (M, 1), when the solver may use :func:`t_cdf_series`.
 
     That is when each member has one df (as an ensemble's members do), all of them at
-    least 1e4, and every tail probability sought is at least 1e-3: the mixture's tail
-    at the root is then at least 1e-3, so the series' absolute error (1e-16) changes it
-    by a relative 1e-13 at most, and the root far less (2e-15 relative on 100,000
-    ensemble predictions); Gaussian members (``df is None``) and the rest use the exact
-    cdf.
+    least 600 (an ensemble trained on some 2,400 trips or more), and every tail
+    probability sought is at least 1e-3: the mixture's tail at the root is then at
+    least 1e-3, so the series' absolute error (below 1e-16) changes it by a relative
+    1e-13 at most, and the root far less (2e-15 relative on 100,000 ensemble
+    predictions); Gaussian members (``df is None``) and the rest use the exact cdf.
     """
     if df is None or df.size == 0:
         return None

@@ -182,23 +182,34 @@ class BasisSpec:
         if columns is None:
             return self._full_design(X, linear)
         plan = self._plan(np.asarray(columns, dtype=np.intp))
-        out = np.empty((n, plan.n_out), dtype=np.float64)
+        if plan.operand is not None:
+            # stacked kernels: the rows [x, ||x||^2, 1] times plan.operand give every
+            # column's exponent -||x - c||^2 / l^2 = (2 x.c - ||x||^2 - ||c||^2) / l^2
+            # in one GEMM (0 for the bias and linear columns), then one clamp (squared
+            # distances are >= 0) and one exponential in place: three passes over the
+            # block, no gather or scatter
+            rows = np.empty((n, X.shape[1] + 2), dtype=np.float64)
+            rows[:, :-2] = X
+            np.einsum("ij,ij->i", X, X, out=rows[:, -2])
+            rows[:, -1] = 1.0
+            out = rows @ plan.operand
+            np.minimum(out, 0.0, out=out)
+            np.exp(out, out=out)
+        else:
+            out = np.empty((n, plan.n_out), dtype=np.float64)
         for j, c in plan.head:
             out[:, j] = 1.0 if c == 0 else linear[:, c - 1]
-        if plan.kern.size:
+        if plan.kern.size and plan.operand is None:
             # ||x - c||^2 = ||x||^2 + ||c||^2 - 2 x.c, one GEMM for all needed centres
             sq = np.einsum("ij,ij->i", X, X)[:, None] + plan.centre_sq[None, :]
             sq -= 2.0 * (X @ plan.centres.T)
             np.maximum(sq, 0.0, out=sq)
             if plan.inverse is not None:
                 sq = sq[:, plan.inverse]
-            if self.mode == "stacked":
-                out[:, plan.kern] = np.exp(-sq * plan.inv_l2[None, :])
-            else:
-                acc = np.zeros_like(sq)
-                for width in self.widths:
-                    acc += np.exp(sq * (-1.0 / width**2))
-                out[:, plan.kern] = acc
+            acc = np.zeros_like(sq)
+            for width in self.widths:
+                acc += np.exp(sq * (-1.0 / width**2))
+            out[:, plan.kern] = acc
         return out
 
     def _full_design(
@@ -250,9 +261,14 @@ class BasisSpec:
             uniq, inverse = np.unique(centre, return_inverse=True)
             if uniq.size == kern.size and np.array_equal(uniq, centre):
                 inverse = None  # columns already in centre order: no gather needed
-            inv_l2 = (
-                1.0 / self.widths[kcol // self.n_centres] ** 2 if self.mode == "stacked" else None
-            )
+            operand = None
+            if self.mode == "stacked":
+                # [x, ||x||^2, 1] @ operand = -||x - c||^2 / l^2 for every kernel column
+                inv_l2 = 1.0 / self.widths[kcol // self.n_centres] ** 2
+                operand = np.zeros((self.centres.shape[1] + 2, columns.size))
+                operand[:-2, kern] = 2.0 * inv_l2 * self.centres[centre].T
+                operand[-2, kern] = -inv_l2
+                operand[-1, kern] = -inv_l2 * self._centre_sq[centre]
             plan = _DesignPlan(
                 columns.size,
                 head,
@@ -260,7 +276,7 @@ class BasisSpec:
                 np.ascontiguousarray(self.centres[uniq]),
                 self._centre_sq[uniq],
                 inverse,
-                inv_l2,
+                operand,
             )
             if len(cache) > 64:
                 cache.clear()
@@ -304,7 +320,7 @@ class _DesignPlan:
     centres: np.ndarray
     centre_sq: np.ndarray
     inverse: np.ndarray | None
-    inv_l2: np.ndarray | None
+    operand: np.ndarray | None  # stacked kernels: (d + 2, n_out), see BasisSpec.design
 
 
 def default_chunk_size(n_columns: int) -> int:

@@ -147,53 +147,11 @@ class Predictor:
         )
         return np.asfortranarray(inv)
 
-    @functools.cached_property
-    def _exponents(self) -> tuple[np.ndarray, list[tuple[int, int]]] | None:
-        """The design of the active columns as one matrix product, for stacked kernels.
-
-        Returns ``(B, head)``: with a query's row [x, ||x||^2, 1], the product
-        [x, ||x||^2, 1] B is, for a kernel column of centre c and width l,
-        -||x - c||^2 / l^2 = (2 x.c - ||x||^2 - ||c||^2) / l^2 (its exponent), and 0 for
-        the bias and linear columns, whose (position, basis column) ``head`` lists. None
-        for summed kernels (:meth:`BasisSpec.design` then).
-        """
-        basis = self.basis
-        if basis.mode != "stacked":
-            return None
-        n_head = 1 + basis.n_linear
-        kernel = self.columns >= n_head
-        offset = self.columns[kernel] - n_head
-        centres = basis.centres[offset % basis.n_centres]
-        inv_l2 = 1.0 / basis.widths[offset // basis.n_centres] ** 2
-        operand = np.zeros((basis.centres.shape[1] + 2, self.columns.size))
-        operand[:-2, kernel] = 2.0 * inv_l2 * centres.T
-        operand[-2, kernel] = -inv_l2
-        operand[-1, kernel] = -inv_l2 * np.einsum("ij,ij->i", centres, centres)
-        head = [(int(j), int(self.columns[j])) for j in np.flatnonzero(~kernel)]
-        return operand, head
-
     def design(self, X: np.ndarray, linear: np.ndarray | None) -> np.ndarray:
-        """Design matrix rows phi(x) of the active columns, shape (n, K), C order.
-
-        Stacked kernels: one GEMM gives every column's exponent (:attr:`_exponents`),
-        then one clamp (squared distances are >= 0) and one exponential, in place: three
-        passes over the block instead of the gathers and scatters of the general
-        :meth:`BasisSpec.design`, whose values it matches to rounding (about 1e-15).
-        """
-        exponents = self._exponents
-        if exponents is None:
-            return self.basis.design(X, linear, self.columns)
-        operand, head = exponents
-        rows = np.empty((X.shape[0], X.shape[1] + 2))
-        rows[:, :-2] = X
-        np.einsum("ij,ij->i", X, X, out=rows[:, -2])
-        rows[:, -1] = 1.0
-        phi = rows @ operand
-        np.minimum(phi, 0.0, out=phi)
-        np.exp(phi, out=phi)
-        for j, column in head:
-            phi[:, j] = 1.0 if column == 0 else linear[:, column - 1]
-        return phi
+        """Design matrix rows phi(x) of the active columns, shape (n, K), C order
+        (:meth:`BasisSpec.design`: for stacked kernels one GEMM, one clamp and one
+        exponential)."""
+        return self.basis.design(X, linear, self.columns)
 
     def loc_scale(self, X, linear, chunk=512):
         """Predictive location and scale, on the scale of y.

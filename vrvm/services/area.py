@@ -200,6 +200,15 @@ class ServiceArea:
             return self.zone_file.geometries[self.zone_file.positions(self.grid["zone"])]
         return np.array([shapely.Polygon(b) for b in self.grid["boundary"]], dtype=object)
 
+    @property
+    def polygons(self) -> np.ndarray:
+        """Each zone's shape in grid order (shapely): its hexagon, or the planner's exact polygon.
+
+        Hexagons share their vertices exactly (H3 computes each once), so a union of
+        neighbouring ones has no slivers.
+        """
+        return self._outlines
+
     def nearest_zone(self, lat: float, lon: float) -> tuple[int, float]:
         """Grid row of the zone nearest to a point and its distance in km (0 inside)."""
         projection = LocalProjection(float(lat), float(lon))

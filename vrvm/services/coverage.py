@@ -35,6 +35,7 @@ from vrvm.services.colours import (
     nice_edges,
 )
 from vrvm.services.forecast import query_frame
+from vrvm.services.indices import RELIABILITY_INDICES, reliability_indices
 from vrvm.services.places import Place
 from vrvm.services.support import THIN_TRIPS, WINDOW_MIN, minute_of_day, origin_support
 from vrvm.trips.model import TravelTimeModel
@@ -50,6 +51,7 @@ __all__ = [
     "coverage_grid",
     "coverage_map",
     "reachable_summary",
+    "zone_collection",
 ]
 
 COVERAGE_METRICS = ("median", "probability")
@@ -61,6 +63,8 @@ def coverage_grid(
     origin: Place,
     departure,
     threshold_min: float,
+    *,
+    indices: bool = False,
 ) -> pd.DataFrame:
     """Median travel time and P(T <= threshold) from ``origin`` to every zone.
 
@@ -73,9 +77,12 @@ def coverage_grid(
     zone or a neighbour; for polygons from the origin's polygon to the zone),
     ``support_trips_at_time`` (those within an hour of the departure's time of day)
     and ``thin`` (fewer than :data:`~vrvm.services.support.THIN_TRIPS` support trips).
+    With ``indices=True``, also each zone's ``free_flow_min``, ``planning_time_index``,
+    ``buffer_index`` and ``misery_index`` (:mod:`vrvm.services.indices`).
     """
     grid = area.grid
-    dist = model.predict_dist(query_frame(origin, grid, departure))
+    queries = query_frame(origin, grid, departure)
+    dist = model.predict_dist(queries)
     quantiles = dist.ppf(np.array([[0.1], [0.5], [0.9]])) / 60.0
     out = grid[["zone", "number", "label", "lat", "lon", "boundary"]].copy()
     if "geometry" in grid.columns:  # a planner's polygons: their names and shapes
@@ -85,6 +92,10 @@ def coverage_grid(
     out["lower80_min"] = quantiles[0]
     out["upper80_min"] = quantiles[2]
     out["prob_within"] = dist.prob_within(60.0 * float(threshold_min))
+    if indices:
+        table = reliability_indices(model, queries, dist)
+        for column in ("free_flow_min", *RELIABILITY_INDICES):
+            out[column] = table[column].to_numpy()
     row = area.zone_row(origin.zone)
     if area.support is not None and area.support.n_zones == len(grid) and row is not None:
         counts = origin_support(area.support, row, minute_of_day(departure, model.tz_))
@@ -154,17 +165,15 @@ def coverage_csv(
     return out.to_csv(index=False, float_format="%.6g").encode("utf-8")
 
 
-def coverage_geojson(
-    grid: pd.DataFrame, origin: Place, departure, threshold_min: float, *, synthetic: bool = False
-) -> bytes:
-    """The coverage map as a GeoJSON FeatureCollection of zone polygons.
+def zone_collection(props: pd.DataFrame, grid: pd.DataFrame) -> dict[str, Any]:
+    """Zones as a GeoJSON FeatureCollection: ``props`` rows as properties (JSON scalars).
 
-    Each feature's geometry is the zone: its hexagon, or the planner's polygon (exact,
-    as in the zone file) when the grid has ``geometry``.
+    Row i of ``props`` is the zone in row i of ``grid``: its geometry is the planner's
+    polygon (exact, as in the zone file) when ``grid`` has ``geometry``, else its
+    hexagon (``boundary``).
     """
-    props = _export_frame(grid, origin, departure, threshold_min)
     if "geometry" in grid.columns:
-        document = {
+        return {
             "type": "FeatureCollection",
             "features": [
                 {"type": "Feature", "properties": _json_scalars(record), "geometry": geometry}
@@ -173,9 +182,18 @@ def coverage_geojson(
                 )
             ],
         }
-    else:
-        props["boundary"] = grid["boundary"].to_numpy()
-        document = zones_geojson(props)
+    return zones_geojson(props.assign(boundary=grid["boundary"].to_numpy()))
+
+
+def coverage_geojson(
+    grid: pd.DataFrame, origin: Place, departure, threshold_min: float, *, synthetic: bool = False
+) -> bytes:
+    """The coverage map as a GeoJSON FeatureCollection of zone polygons.
+
+    Each feature's geometry is the zone: its hexagon, or the planner's polygon (exact,
+    as in the zone file) when the grid has ``geometry``.
+    """
+    document = zone_collection(_export_frame(grid, origin, departure, threshold_min), grid)
     document["origin"] = {"lat": origin.lat, "lon": origin.lon, "label": origin.label}
     document["departure"] = pd.Timestamp(departure).isoformat()
     document["threshold_min"] = float(threshold_min)
@@ -211,6 +229,13 @@ def coverage_map(
             strict=True,
         )
     ]
+    if "planning_time_index" in grid.columns:
+        tips = [
+            tip + f"<br/>planning time index {pti:.2f} · buffer {bi:.2f} · misery {mi:.2f}"
+            for tip, pti, bi, mi in zip(
+                tips, *(grid[name] for name in RELIABILITY_INDICES), strict=True
+            )
+        ]
     if "thin" in grid.columns:
         thin = grid["thin"].to_numpy(bool)
         fill = faded(fill, thin)

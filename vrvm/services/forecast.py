@@ -5,7 +5,8 @@ departure time, computed in one call: the predictive summary (:class:`ODForecast
 exact mixture density with its members, the quantiles, the time-of-day profile (fan
 chart), the observed training trips between the two zones, and how much data stands
 behind the answer (:mod:`vrvm.services.support`: the training trips near the origin and
-the destination, and how far the ensemble's members disagree). Times are in minutes.
+the destination, and how far the ensemble's members disagree), and the trip's reliability
+indices (:mod:`vrvm.services.indices`). Times are in minutes.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.services.area import ServiceArea
+from vrvm.services.indices import ReliabilityIndices, od_indices
 from vrvm.services.places import Place
 from vrvm.services.support import PairSupport, minute_of_day, observed_frame, pair_support
 from vrvm.trips.model import TravelTimeModel
@@ -178,21 +180,24 @@ def density_curve(
     n_points: int = 300,
     lower_q: float = 0.001,
     upper_q: float = 0.995,
+    members: bool = True,
 ) -> pd.DataFrame:
     """The exact mixture density of the first query and its members, per minute.
 
-    Columns ``minutes``, ``density`` (probability per minute) and ``member_0``, ...
-    (each member's density divided by the number of members, so that they add up to
-    the mixture: what each member contributes).
+    Columns ``minutes``, ``density`` (probability per minute) and, unless
+    ``members=False``, ``member_0``, ... (each member's density divided by the number
+    of members, so that they add up to the mixture: what each member contributes).
     """
     lo, hi = dist.ppf(np.array([[lower_q], [upper_q]]))[:, 0]
     pad = 0.05 * (hi - lo)
     t = np.linspace(max(lo - pad, 1e-3 * lo), hi + pad, n_points)
     density = dist.pdf(t[:, None])[:, 0] * 60.0
-    members = dist.component_pdf(t[:, None])[:, :, 0] * 60.0 / dist.n_components
     frame = pd.DataFrame({"minutes": t / 60.0, "density": density})
+    if not members:
+        return frame
+    parts = dist.component_pdf(t[:, None])[:, :, 0] * 60.0 / dist.n_components
     for m in range(dist.n_components):
-        frame[f"member_{m}"] = members[m]
+        frame[f"member_{m}"] = parts[m]
     return frame
 
 
@@ -353,6 +358,8 @@ class ODAnswer:
         None when the training trips were not kept.
     member_medians_min : numpy.ndarray
         Each ensemble member's median (:func:`member_medians`).
+    indices : ReliabilityIndices or None
+        Planning time, buffer and misery index (:mod:`vrvm.services.indices`).
     """
 
     forecast: ODForecast
@@ -363,6 +370,7 @@ class ODAnswer:
     observed_rings: int
     support: PairSupport | None = None
     member_medians_min: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    indices: ReliabilityIndices | None = None
 
     def spread_sentence(self) -> str:
         """How far the ensemble's members disagree, in plain words ("" for one member)."""
@@ -416,4 +424,5 @@ def answer_od(
         observed_rings=rings,
         support=support,
         member_medians_min=member_medians(forecast.dist),
+        indices=od_indices(model, query_frame(origin, dest, departure), forecast.dist),
     )

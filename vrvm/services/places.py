@@ -24,6 +24,7 @@ __all__ = [
     "Place",
     "apply_map_click",
     "apply_map_selection",
+    "central_place",
     "parse_latlon",
     "place_from_label",
     "place_from_latlon",
@@ -50,6 +51,15 @@ def place_from_zone(area: ServiceArea, zone: str) -> Place:
         raise ValueError(f"zone {zone!r} is not in the service area")
     row = area.grid.iloc[index]
     return Place(round(float(row["lat"]), 6), round(float(row["lon"]), 6), zone, row["label"])
+
+
+def central_place(area: ServiceArea) -> Place:
+    """The zone a view opens on: the one holding (or nearest to) the initial map view's centre.
+
+    That centre is the densest cluster of trip ends (see :class:`ServiceArea`'s ``view``).
+    """
+    row, _ = area.nearest_zone(area.view.latitude, area.view.longitude)
+    return place_from_zone(area, str(area.grid["zone"].iloc[row]))
 
 
 def place_from_label(area: ServiceArea, label: str) -> Place:

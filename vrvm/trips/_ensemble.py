@@ -92,8 +92,10 @@ def map_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
             client.cancel(futures)
             raise
         return
-    if dataset.in_memory or n_jobs in (None, 1):
+    if n_jobs in (None, 1) or len(parts) < 2:
         results = (func(dataset, part, plan) for part in parts)
+    elif dataset.in_memory:
+        results = _in_threads(func, dataset, parts, plan, n_jobs)
     else:
         from joblib import delayed
 
@@ -103,6 +105,26 @@ def map_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
         if on_done is not None:
             on_done(done, len(parts))
         yield result
+
+
+def _in_threads(func, dataset, parts, plan, n_jobs):
+    """Parts of a table in memory in threads (NumPy and BLAS release the GIL; the
+    table is not copied into processes), BLAS on one thread each, in part order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from joblib import effective_n_jobs
+
+    with (
+        single_threaded_blas(),
+        ThreadPoolExecutor(effective_n_jobs(n_jobs), thread_name_prefix="vrvm-part") as pool,
+    ):
+        futures = [pool.submit(func, dataset, part, plan) for part in parts]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:  # an error or an abandoned iteration: do not read the rest
+            for future in futures:
+                future.cancel()
 
 
 def reduce_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):

@@ -402,10 +402,19 @@ class TravelTimeModel(BaseEstimator):
         return self
 
     def _fit(
-        self, trips, progress, zones, client, started: float, provenance: dict[str, Any]
+        self,
+        trips,
+        progress,
+        zones,
+        client,
+        started: float,
+        provenance: dict[str, Any],
+        *,
+        final: bool = True,
     ) -> _FitData:
         """Fit on trips in memory; returns what the second stage of a two-stage fit
-        reuses (the trips' features, targets and members)."""
+        reuses (the trips' features, targets and members). With ``final=False`` (the
+        first stage of a two-stage fit) the distance scale is left to the second."""
         positive = self.target == "log"
         travel_time_s = travel_times(trips, positive=positive)
         n = len(trips)
@@ -460,7 +469,8 @@ class TravelTimeModel(BaseEstimator):
         data = _FitData(X, y, d, shard_of_row, shard_rows, raw)
         self._set_relevance_trips(data)
         self.featurizer_ = featurizer
-        self._fit_noise_scale(X, y, d, shard_of_row, seeds.noise_scale)
+        if final:
+            self._fit_noise_scale(X, y, d, shard_of_row, seeds.noise_scale)
         self.kernel_widths_ = widths
         self.width_scores_ = width_scores
         self.h3_resolution_ = resolution

@@ -143,14 +143,16 @@ def fit_dataset(
         return lambda done, total: progress(done, total, time.perf_counter() - started, phase)
 
     with _ensemble.dask_client(model.backend, model.client) as client:
-        if not dataset.in_memory and dataset.n_rows:
+        # a table in memory is read in this process (its parts in threads)
+        part_client = None if dataset.in_memory else client
+        if dataset.n_rows:
             # about four parts per worker (at least a batch each, at most PART_ROWS),
             # so that the workers stay busy to the end; results do not depend on it
-            workers = _workers(client, model.n_jobs)
+            workers = _workers(part_client, model.n_jobs)
             per_part = -(-dataset.n_rows // (4 * workers))
             dataset = dataset.split(int(min(max(per_part, PARQUET_BATCH_ROWS), PART_ROWS)))
         parts = dataset.parts
-        options = {"client": client, "n_jobs": model.n_jobs}
+        options = {"client": part_client, "n_jobs": model.n_jobs}
         samples = list(
             _ensemble.map_parts(
                 sample_part, dataset, parts, spec, on_done=report("reading"), **options
@@ -170,7 +172,13 @@ def fit_dataset(
         sample = train.drop(columns=["file", "row"])
         sample.attrs.update(provenance)
         fitted = model._fit(
-            sample, progress, member_zones, client, started, trip_provenance(sample)
+            sample,
+            progress,
+            member_zones,
+            client,
+            started,
+            trip_provenance(sample),
+            final=one_stage,
         )
         n_test = sum(s.n_holdout for s in samples)
         if one_stage:

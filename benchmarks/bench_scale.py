@@ -1,0 +1,391 @@
+"""Benchmark of training at city scale: fit time, memory, and quality of the two-stage fit.
+
+Issue 13 ("City scale") asks, on a 2-core, 24 GB machine: 1e7 synthetic trips from one
+Parquet file trained in at most 3 minutes with peak resident memory at most 3 GB (all
+processes together), 1e6 in at most 30 s, the same 1e7 fit on a two-worker cluster
+within 1.3x of the local time, how time and memory grow from 1e5 to 1e7, and that the
+two-stage fit is no worse than the full fit (held-out CRPS, NLL and 90 % coverage, same
+seeds) on the synthetic city at 1e6 and on the Chicago sample, with the subsample size
+at which the chosen basis stops changing.
+
+Three commands, each merging its results into ``benchmarks/results/scale.json``:
+
+``fit``
+    For each size N, ``vrvm demo-data --n N --seed 0`` once (kept in ``--work``), then
+    ``vrvm train TRIPS.parquet --out DIR --members 8 --seed 0 --n-jobs 2`` in a fresh
+    process. Wall time from the command's start to its exit (imports included), the
+    end of each phase as the command reports it on stderr (reading = pass 1, the
+    sample; members = the first stage; statistics = pass 2; the rest is the second
+    stage and saving), and the peak over the run of the summed resident memory of
+    every process involved (the command, its loky workers; with ``--dask`` also the
+    scheduler and the two ``dask worker`` processes started for the run, each with
+    ``--nthreads 1``), sampled every 0.2 s. Summed RSS counts pages the processes
+    share (libraries) once per process, so it overstates the total a little.
+``quality``
+    Held-out scores of the full (one-stage) fit and the two-stage fit with the same
+    seed: the synthetic city, trained on ``synthetic_city(1e6, seed=0)`` and scored on
+    ``synthetic_city(50_000, seed=1)`` (another draw of the same city); and the Chicago
+    sample (``../shared/data``, the random 80/20 split of ``bench_trips.py``), where
+    the two-stage fit is forced with a subsample of 500 and 1,000 trips per member
+    (8,000 trips is below the default 8 x 20,000). Both fits are in-process
+    ``TravelTimeModel(n_jobs=2, random_state=0)``.
+``stability``
+    The two-stage fit of the 1e6 synthetic trips with subsample sizes 5,000 to 80,000
+    per member: relevance vectors per member, held-out scores, and how much the
+    predictions move from one size to the next (median relative change of the
+    predictive median and of the 90 % interval's width on the 50,000 held-out trips).
+    The chosen centres are trips of each subsample, so they cannot be compared one by
+    one; what the basis does is compared instead.
+
+``plot`` draws ``benchmarks/results/scale.png`` (fit time and peak memory against N)
+from the results; it needs matplotlib (``pip install 'vrvm[bench]'``).
+
+Usage, from the repository root, on an otherwise idle machine::
+
+    python benchmarks/bench_scale.py fit --sizes 100000,1000000,10000000
+    python benchmarks/bench_scale.py fit --sizes 10000000 --dask
+    python benchmarks/bench_scale.py quality
+    python benchmarks/bench_scale.py stability
+    python benchmarks/bench_scale.py plot
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tools/, when run as a script
+from bench_predict_scale import machine, model_summary
+
+from tools.processes import TOKEN_ENV, tagged
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
+PLOT = RESULTS.with_name("scale.png")
+CHICAGO = REPO.parent / "shared" / "data" / "chicago_taxi_trips.csv"
+SIZES = (100_000, 1_000_000, 10_000_000)
+SUBSAMPLES = (5_000, 10_000, 20_000, 40_000, 80_000)
+MIB = 2**20
+PHASE = re.compile(r"^(\w+): ([\d,]+)/([\d,]+) done")
+
+
+# ------------------------------------------------------------------------------ data
+def trip_file(work: Path, n: int) -> Path:
+    """``vrvm demo-data --n n --seed 0`` as Parquet in ``work``, made once."""
+    path = work / f"trips_{n}.parquet"
+    if not path.exists():
+        work.mkdir(parents=True, exist_ok=True)
+        vrvm = [sys.executable, "-m", "vrvm"]
+        subprocess.run(
+            [*vrvm, "demo-data", "--n", str(n), "--seed", "0", "--out", str(path)], check=True
+        )
+    return path
+
+
+# ------------------------------------------------------------------------ measuring
+class MemoryWatch:
+    """The peak of the summed RSS of every process tagged with ``token``, every 0.2 s."""
+
+    def __init__(self, token: str):
+        self.token = token
+        self.peak = 0
+        self.processes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            total, alive = 0, 0
+            for proc in tagged(self.token, exclude=os.getpid()):
+                try:
+                    total += proc.memory_info().rss
+                    alive += 1
+                except Exception:  # gone between the listing and the reading
+                    continue
+            if total > self.peak:
+                self.peak, self.processes = total, alive
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """A ``dask scheduler`` and two ``dask worker --nthreads 1`` processes."""
+
+    def __init__(self, env: dict[str, str]):
+        port = _free_port()
+        self.address = f"tcp://127.0.0.1:{port}"
+        dask = shutil.which("dask")
+        base = [dask] if dask else [sys.executable, "-m", "dask"]
+        start = dict(env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.procs = [
+            subprocess.Popen(
+                [*base, "scheduler", "--host", "127.0.0.1", "--port", str(port)],
+                start_new_session=True,
+                **start,
+            )
+        ]
+        for _ in range(2):
+            self.procs.append(
+                subprocess.Popen(
+                    [*base, "worker", self.address, "--nthreads", "1", "--no-dashboard"],
+                    start_new_session=True,
+                    **start,
+                )
+            )
+
+    def __enter__(self):
+        from distributed import Client
+
+        with Client(self.address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+        return self
+
+    def __exit__(self, *exc):
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
+def fit_case(trips: Path, out: Path, dask: bool) -> dict[str, Any]:
+    """``vrvm train`` in a fresh process: wall time, phase ends and peak memory."""
+    token = f"bench-scale-{os.getpid()}-{time.time_ns()}"
+    env = {**os.environ, TOKEN_ENV: token}
+    argv = [sys.executable, "-m", "vrvm", "train", str(trips), "--out", str(out)]
+    argv += ["--members", "8", "--seed", "0", "--n-jobs", "2", "--name", "bench"]
+    shutil.rmtree(out, ignore_errors=True)
+    cluster = Cluster(env) if dask else None
+    phases: dict[str, float] = {}
+    load = os.getloadavg()[0]
+    with MemoryWatch(token) as memory:
+        if cluster is not None:
+            cluster.__enter__()
+            argv += ["--backend", "dask", "--scheduler", cluster.address]
+        try:
+            started = time.perf_counter()
+            proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+            tail = []
+            for line in proc.stderr:  # one line per report on a pipe
+                tail = ([*tail, line])[-20:]
+                match = PHASE.match(line)
+                if match and match.group(2) == match.group(3):
+                    phases[match.group(1)] = round(time.perf_counter() - started, 1)
+            status = proc.wait()
+            wall = time.perf_counter() - started
+        finally:
+            if cluster is not None:
+                cluster.__exit__()
+    if status != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{''.join(tail)}")
+    meta = json.loads((out / "model.json").read_text())["metadata"]
+    summary = meta["training_summary"]
+    members = model_summary(out)
+    return {
+        "n_trips": summary["n_trips"],
+        "backend": "dask, 2 workers" if dask else "local, loky 2",
+        "wall_s": round(wall, 1),
+        "fit_s": round(meta["fit_time_s"], 1),  # the fit alone: no imports, no saving
+        "phase_end_s": phases,
+        "peak_rss_mib": round(memory.peak / MIB),
+        "processes_at_peak": memory.processes,
+        "relevance_vectors": members["relevance_vectors"],
+        "two_stage": summary.get("two_stage"),
+        "load_avg_1min": round(load, 2),
+    }
+
+
+# -------------------------------------------------------------------------- quality
+def _scores(model, test) -> dict[str, float]:
+    metrics = model.evaluate(test, levels=(0.9,))
+    return {
+        "crps_s": round(metrics["crps_s"], 2),
+        "nll": round(metrics["nll"], 4),
+        "coverage_90": round(metrics["intervals"][0]["coverage"], 4),
+        "relevance_vectors": [int(m.n_relevance_) for m in model.members_],
+    }
+
+
+def _fit(train, *, subsample_size: int, **params):
+    from vrvm import TravelTimeModel
+
+    model = TravelTimeModel(n_jobs=2, random_state=0, subsample_size=subsample_size, **params)
+    started = time.perf_counter()
+    model.fit(train)
+    return model, round(time.perf_counter() - started, 1)
+
+
+def quality(n: int) -> dict[str, Any]:
+    """The full fit and the two-stage fit, scored on the same held-out trips."""
+    from bench_trips import make_splits
+
+    from vrvm.trips import read_trips
+    from vrvm.trips.synthetic import synthetic_city
+
+    out: dict[str, Any] = {}
+    train, test = synthetic_city(n, seed=0), synthetic_city(50_000, seed=1)
+    cases = {"full": n, "two-stage, subsample 20,000": 20_000}
+    out["synthetic"] = {"n_train": n, "n_test": len(test), "fits": {}}
+    for name, size in cases.items():
+        model, seconds = _fit(train, subsample_size=size)
+        out["synthetic"]["fits"][name] = {"fit_s": seconds, **_scores(model, test)}
+        print(name, out["synthetic"]["fits"][name], flush=True)
+    if not CHICAGO.exists():
+        print(f"{CHICAGO} not found: Chicago skipped")
+        return out
+    trips, _ = read_trips(CHICAGO)
+    split = next(s for s in make_splits(trips) if s.name == "random")
+    out["chicago"] = {"n_train": len(split.train), "n_test": len(split.test), "fits": {}}
+    for name, size in {
+        "full": len(split.train),
+        "two-stage, 1,000": 1000,
+        "two-stage, 500": 500,
+    }.items():
+        model, seconds = _fit(split.train, subsample_size=size)
+        out["chicago"]["fits"][name] = {"fit_s": seconds, **_scores(model, split.test)}
+        print(name, out["chicago"]["fits"][name], flush=True)
+    return out
+
+
+def stability(n: int, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    """Two-stage fits with growing subsamples: scores and how far predictions move."""
+    from vrvm.trips.synthetic import synthetic_city
+
+    train, test = synthetic_city(n, seed=0), synthetic_city(50_000, seed=1)
+    rows, previous = [], None
+    for size in sizes:
+        model, seconds = _fit(train, subsample_size=size)
+        dist = model.predict_dist(test)
+        median = dist.median()
+        low, high = dist.interval(0.9)
+        width = high - low
+        row = {"subsample": size, "fit_s": seconds, **_scores(model, test)}
+        if previous is not None:
+            row["median_change"] = round(float(np.median(np.abs(median / previous[0] - 1))), 4)
+            row["width_change"] = round(float(np.median(np.abs(width / previous[1] - 1))), 4)
+        previous = (median, width)
+        rows.append(row)
+        print(row, flush=True)
+    return rows
+
+
+# --------------------------------------------------------------------------- report
+def merge(key: str, value: Any) -> None:
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results["machine"] = machine()
+    if key == "fit":
+        runs = results.setdefault("fit", [])
+        done = {(r["n_trips"], r["backend"]) for r in value}
+        runs[:] = [r for r in runs if (r["n_trips"], r["backend"]) not in done] + value
+    else:
+        results[key] = value
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1))
+
+
+def fit_table(runs: list[dict[str, Any]]) -> str:
+    lines = [
+        "| trips | backend | wall (s) | pass 1 / stage 1 / pass 2 ends (s) "
+        "| peak RSS, all processes (MiB) | relevance vectors per member |",
+        "|---:|---|---:|---|---:|---|",
+    ]
+    for r in sorted(runs, key=lambda r: (r["n_trips"], r["backend"])):
+        p = r["phase_end_s"]
+        ends = " / ".join(str(p.get(k, "-")) for k in ("reading", "members", "statistics"))
+        rv = r["relevance_vectors"]
+        lines.append(
+            f"| {r['n_trips']:,} | {r['backend']} | {r['wall_s']} | {ends} "
+            f"| {r['peak_rss_mib']:,} | {min(rv)}-{max(rv)} (mean {np.mean(rv):.0f}) |"
+        )
+    return "\n".join(lines)
+
+
+def plot(results: dict[str, Any]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    for backend in sorted({r["backend"] for r in results["fit"]}):
+        runs = sorted(
+            (r for r in results["fit"] if r["backend"] == backend), key=lambda r: r["n_trips"]
+        )
+        n = [r["n_trips"] for r in runs]
+        style = dict(marker="o", label=backend)
+        left.plot(n, [r["wall_s"] for r in runs], **style)
+        right.plot(n, [r["peak_rss_mib"] / 1024 for r in runs], **style)
+    left.axhline(180, color="grey", ls=":", label="target at 1e7 (180 s)")
+    right.axhline(3, color="grey", ls=":", label="target (3 GB)")
+    for ax, label in ((left, "fit wall time (s)"), (right, "peak RSS, all processes (GiB)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("training trips")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    left.set_yscale("log")
+    fig.suptitle("vrvm train, 8 members, 2 cores", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(PLOT, dpi=110)
+    return PLOT
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    fit = commands.add_parser("fit", help="fit time and memory")
+    fit.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    fit.add_argument("--dask", action="store_true", help="on a two-worker Dask cluster")
+    fit.add_argument("--work", type=Path, default=Path("/tmp/vrvm_bench_scale"))
+    qual = commands.add_parser("quality", help="full vs two-stage fit")
+    qual.add_argument("--n", type=int, default=1_000_000)
+    stab = commands.add_parser("stability", help="subsample sizes")
+    stab.add_argument("--n", type=int, default=1_000_000)
+    stab.add_argument("--subsamples", default=",".join(map(str, SUBSAMPLES)))
+    commands.add_parser("plot", help="draw the plot of the fit results")
+    args = parser.parse_args(argv)
+
+    if args.command == "fit":
+        runs = []
+        for n in (int(s) for s in args.sizes.split(",")):
+            runs.append(fit_case(trip_file(args.work, n), args.work / f"model_{n}", args.dask))
+            print(json.dumps(runs[-1]), flush=True)
+        merge("fit", runs)
+        print(fit_table(json.loads(RESULTS.read_text())["fit"]))
+    elif args.command == "quality":
+        merge("quality", quality(args.n))
+    elif args.command == "stability":
+        sizes = tuple(int(s) for s in args.subsamples.split(","))
+        merge("stability", {"n_train": args.n, "rows": stability(args.n, sizes)})
+    else:
+        print(f"wrote {plot(json.loads(RESULTS.read_text()))}")
+    print(f"results in {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""Plan page: the questions a planner asks of a travel-time distribution.
+
+Arrive by a deadline, fleet coverage from several bases, probability isochrones and
+origin-destination matrices; one section at a time, each a view in ``app_ui/`` over a
+service in ``vrvm/services/``. Only the chosen section's view is imported and run.
+"""
+
+import importlib
+
+import streamlit as st
+
+from app_ui import context, sidebar
+
+KEY = "plan"
+SECTIONS = {  # key: (label, view module in app_ui)
+    "arrive": (":material/alarm: Arrive by", "arrive_view"),
+    "fleet": (":material/local_hospital: Fleet coverage", "fleet_view"),
+    "isochrone": (":material/blur_circular: Probability isochrones", "isochrone_view"),
+    "matrix": (":material/grid_on: OD matrix", "matrix_view"),
+}
+
+sidebar.page_setup("Plan")
+ctx = context.get_context()
+context.page_header("Plan with the whole distribution", ctx)
+st.session_state.setdefault(f"{KEY}_section", "arrive")
+section = st.segmented_control(
+    "What do you want to plan?",
+    list(SECTIONS),
+    format_func=lambda key: SECTIONS[key][0],
+    key=f"{KEY}_section",
+    required=True,
+)
+view = importlib.import_module(f"app_ui.{SECTIONS[section][1]}")
+view.show(f"{KEY}_{section}", ctx)
