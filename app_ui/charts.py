@@ -384,20 +384,33 @@ def pit_figure(pits: dict[str, pd.DataFrame]) -> go.Figure:
     )
 
 
+def _short_labels(labels) -> list[str]:
+    """Axis labels: each zone label's first part ("Zone 195" of "Zone 195 · Downtown"),
+    unless that would make two the same."""
+    full = [str(label) for label in labels]
+    short = [label.split(" · ")[0] for label in full]
+    return short if len(set(short)) == len(short) else full
+
+
 def matrix_heatmap_figure(grid: pd.DataFrame, *, synthetic: bool = False) -> go.Figure:
-    """Median minutes between zones: origins as rows, destinations as columns."""
+    """Median minutes between zones: origins as rows, destinations as columns (axes
+    with short labels, one per row and column; the full names on hover)."""
     steps = len(TIME_PALETTE) - 1
+    names = [[[html.escape(str(o)), html.escape(str(d))] for d in grid.columns] for o in grid.index]
     fig = go.Figure(
         go.Heatmap(
             z=grid.to_numpy(),
-            x=[html.escape(str(label)) for label in grid.columns],
-            y=[html.escape(str(label)) for label in grid.index],
+            x=[html.escape(label) for label in _short_labels(grid.columns)],
+            y=[html.escape(label) for label in _short_labels(grid.index)],
+            customdata=names,
             colorscale=[[i / steps, hex_colour(rgb)] for i, rgb in enumerate(TIME_PALETTE)],
             colorbar={"title": {"text": "min"}},
-            hovertemplate="%{y} → %{x}<br>median %{z:.1f} min<extra></extra>",
+            hovertemplate="%{customdata[0]} → %{customdata[1]}<br>median %{z:.1f} min"
+            "<extra></extra>",
         )
     )
-    fig.update_yaxes(autorange="reversed")  # the first origin on top, as in the table
+    fig.update_yaxes(autorange="reversed", dtick=1)  # the first origin on top, as in the table
+    fig.update_xaxes(dtick=1)
     fig.update_layout(hovermode="closest")
     return _layout(
         fig,
@@ -405,7 +418,7 @@ def matrix_heatmap_figure(grid: pd.DataFrame, *, synthetic: bool = False) -> go.
         x="destination",
         y="origin",
         synthetic=synthetic,
-        height=max(340, 120 + 14 * len(grid)),
+        height=max(340, 180 + 22 * len(grid)),
     )
 
 

@@ -38,7 +38,8 @@ Three commands, each merging its results into ``benchmarks/results/scale.json``:
     one; what the basis does is compared instead.
 
 ``plot`` draws ``benchmarks/results/scale.png`` (fit time and peak memory against N)
-from the results; it needs matplotlib (``pip install 'vrvm[bench]'``).
+from the results (it needs matplotlib: ``pip install 'vrvm[bench]'``), and prints the
+fit table and the projected times on a cluster (:func:`projection`).
 
 Usage, from the repository root, on an otherwise idle machine::
 
@@ -324,6 +325,37 @@ def fit_table(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def projection(runs: list[dict[str, Any]], workers=(8, 32, 128), sizes=(10**8, 10**9)) -> str:
+    """Projected fit times on a cluster from the largest local run's phases.
+
+    Per worker (one core), rows per second of pass 1 (reading, cleaning, sampling) and
+    pass 2 (features, chosen columns, statistics) are the run's rows over the phase's
+    wall time times its two workers; the first stage is fixed in N (its members run in
+    parallel, min(W, members) at once); the rest (imports, the second stage, saving)
+    is fixed too. Assumes storage that serves W workers at their rate.
+    """
+    run = max((r for r in runs if r["backend"].startswith("local")), key=lambda r: r["n_trips"])
+    n, p = run["n_trips"], run["phase_end_s"]
+    pass1 = n / (2 * p["reading"])
+    pass2 = n / (2 * (p["statistics"] - p["members"]))
+    stage1 = (p["members"] - p["reading"]) * 2  # core-seconds of the 8 members' fits
+    fixed = run["wall_s"] - p["statistics"]
+    lines = [
+        f"Per worker: pass 1 {pass1:,.0f} rows/s, pass 2 {pass2:,.0f} rows/s (from "
+        f"{n:,} trips); first stage {stage1:.0f} core-s; the rest {fixed:.0f} s.",
+        "",
+        "| trips | " + " | ".join(f"{w} workers" for w in workers) + " |",
+        "|---:|" + "---:|" * len(workers),
+    ]
+    for size in sizes:
+        cells = []
+        for w in workers:
+            t = size / (w * pass1) + stage1 / min(w, 8) + size / (w * pass2) + fixed
+            cells.append(f"{t / 60:.1f} min" if t < 5400 else f"{t / 3600:.1f} h")
+        lines.append(f"| {size:.0e} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def plot(results: dict[str, Any]) -> Path:
     import matplotlib
 
@@ -366,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     stab = commands.add_parser("stability", help="subsample sizes")
     stab.add_argument("--n", type=int, default=1_000_000)
     stab.add_argument("--subsamples", default=",".join(map(str, SUBSAMPLES)))
-    commands.add_parser("plot", help="draw the plot of the fit results")
+    commands.add_parser("plot", help="plot, table and cluster projection of the fits")
     args = parser.parse_args(argv)
 
     if args.command == "fit":
@@ -382,7 +414,9 @@ def main(argv: list[str] | None = None) -> int:
         sizes = tuple(int(s) for s in args.subsamples.split(","))
         merge("stability", {"n_train": args.n, "rows": stability(args.n, sizes)})
     else:
-        print(f"wrote {plot(json.loads(RESULTS.read_text()))}")
+        results = json.loads(RESULTS.read_text())
+        print(fit_table(results["fit"]), projection(results["fit"]), sep="\n\n")
+        print(f"wrote {plot(results)}")
     print(f"results in {RESULTS}")
     return 0
 

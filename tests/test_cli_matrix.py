@@ -291,3 +291,19 @@ def test_progress_with_time_left_on_large_matrices(model_dir, files, tmp_path, m
     assert status == 0, err
     lines = [line for line in err.splitlines() if line.startswith("pairs: ")]
     assert lines[0].startswith("pairs: 0/24 done") and lines[-1].startswith("pairs: 24/24 done")
+
+
+class _ClosedPipe(io.StringIO):
+    """A standard output whose reader has gone (``vrvm matrix ... --out - | head``)."""
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_pipe_ends_quietly(model_dir, files):
+    origins, destinations = files
+    err = io.StringIO()
+    argv = ["matrix", model_dir, "--origins", origins, "--destinations", destinations]
+    argv += ["--depart", DEPART, "-q"]
+    status = main([str(a) for a in argv], stdout=_ClosedPipe(), stderr=err)
+    assert status == 141 and err.getvalue() == ""

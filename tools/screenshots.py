@@ -10,6 +10,9 @@ temporary copy-free directory, so the first start trains the demo model), then:
 * Predict: clicks two zones on the map (positions computed from the deck's initial
   view), waits for the density chart -> ``predict.png``; switches to the coverage map
   -> ``coverage.png``;
+* Plan: each section on its first-visit defaults -> ``plan_arrive.png``,
+  ``plan_fleet.png`` (with the ranking for one more base), ``plan_isochrone.png``,
+  ``plan_matrix.png`` (``--only-plan``: these alone);
 * Relevance vectors -> ``relevance.png``;
 * Retrain: adds the synthetic demo trips, trains a small candidate and waits for the
   hold-out evaluation -> ``retrain.png`` (in a scratch copy of the home, so the given
@@ -112,6 +115,35 @@ def predict_and_coverage(url: str, home: Path, out: Path, prefix: str = "") -> N
         browser.close()
 
 
+def plan_sections(url: str, out: Path, prefix: str = "") -> None:
+    """The Plan page's four sections on their first-visit defaults (the fleet section
+    with its ranking for one more base) -> ``plan_<section>.png``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.goto(f"{url}/Plan")
+        page.get_by_text("Latest departure").first.wait_for(timeout=180_000)
+        page.wait_for_selector("canvas", timeout=60_000)
+        page.wait_for_timeout(8000)  # polygons take a while to draw in software WebGL
+        shoot(page, out / f"{prefix}plan_arrive.png")
+        page.get_by_text("Fleet coverage").first.click()
+        page.get_by_text("Rank the zones for one more base").click()
+        page.get_by_text("with a base at").first.wait_for(timeout=120_000)
+        page.wait_for_timeout(2500)
+        shoot(page, out / f"{prefix}plan_fleet.png")
+        page.get_by_text("Probability isochrones").first.click()
+        page.get_by_text("Download GeoJSON").wait_for(timeout=60_000)
+        page.wait_for_timeout(2500)
+        shoot(page, out / f"{prefix}plan_isochrone.png")
+        page.get_by_text("OD matrix").first.click()
+        page.get_by_text("Download CSV").wait_for(timeout=60_000)
+        page.wait_for_timeout(2500)
+        shoot(page, out / f"{prefix}plan_matrix.png")
+        browser.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, default=None)
@@ -119,6 +151,9 @@ def main() -> None:
     parser.add_argument("--city", type=Path, default=None, help="a real trip file")
     parser.add_argument("--prefix", default="city", help="file name prefix with --city")
     parser.add_argument("--zones", default=None, help="with --city: FILE.geojson:ID_PROPERTY")
+    parser.add_argument(
+        "--only-plan", action="store_true", help="only the Plan page's sections (plan_*.png)"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -127,7 +162,10 @@ def main() -> None:
         try:
             city_home(args.city, scratch / "home", args.zones)
             with streamlit_server(scratch / "home", scratch / "streamlit.log") as url:
-                predict_and_coverage(url, scratch / "home", args.out, f"{args.prefix}_")
+                if args.only_plan:
+                    plan_sections(url, args.out, f"{args.prefix}_")
+                else:
+                    predict_and_coverage(url, scratch / "home", args.out, f"{args.prefix}_")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         print(f"screenshots written to {args.out}")
@@ -139,6 +177,9 @@ def main() -> None:
     try:
         # the first start trains the demo model: allow for it
         with streamlit_server(home, scratch / "streamlit.log", timeout_s=180) as url:
+            plan_sections(url, args.out)
+            if args.only_plan:
+                return
             predict_and_coverage(url, home, args.out)
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

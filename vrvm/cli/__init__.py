@@ -657,7 +657,8 @@ def main(
     -------
     int
         0 on success, 1 on a runtime or data error, 2 on a usage error, 75 when a
-        store stayed busy with another writer (nothing changed), 130 when interrupted.
+        store stayed busy with another writer (nothing changed), 130 when interrupted,
+        141 when the reader of the standard output closed it (``| head``).
     """
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
@@ -678,6 +679,10 @@ def main(
     except UsageError as exc:
         stderr.write(f"{PROG} {args.command}: error: {_one_line(exc)}\n")
         return 2
+    except BrokenPipeError:  # `vrvm ... --out - | head`: the reader has what it wanted
+        if stdout is sys.stdout:  # no second error when Python flushes stdout at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a process ended by SIGPIPE (128 + 13)
     except StoreBusyError as exc:  # nothing was changed: EX_TEMPFAIL, try again
         stderr.write(f"{PROG}: error: {_one_line(exc)}\n")
         return 75

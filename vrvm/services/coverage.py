@@ -210,7 +210,9 @@ THIN_LEGEND_POLYGONS = (
 def coverage_map(
     grid: pd.DataFrame, metric: str, threshold_min: float, *, near: bool = True
 ) -> tuple[np.ndarray, list[str], list[tuple[str, str]]]:
-    """Fill colours, tooltips (HTML, numbers only) and the legend of a coverage map.
+    """Fill colours, tooltips (plain text, lines split by "\\n") and the legend of a
+    coverage map (the map's tooltip template is the only HTML: Streamlit escapes the
+    values put into it, so a tag inside a tooltip would show as text).
 
     Zones with thin support (``grid["thin"]``, see :func:`coverage_grid`) are faded
     towards grey, say so in their tooltip with the trip counts, and get a legend entry.
@@ -220,7 +222,7 @@ def coverage_map(
     fill, legend = coverage_colors(grid, metric)
     tips = [
         f"median {m:.1f} min (80 %: {lo:.0f}-{hi:.0f})"
-        f"<br/>P(≤ {threshold_min:g} min) = {100 * p:.0f} %"
+        f"\nP(≤ {threshold_min:g} min) = {100 * p:.0f} %"
         for m, lo, hi, p in zip(
             grid["median_min"],
             grid["lower80_min"],
@@ -231,7 +233,7 @@ def coverage_map(
     ]
     if "planning_time_index" in grid.columns:
         tips = [
-            tip + f"<br/>planning time index {pti:.2f} · buffer {bi:.2f} · misery {mi:.2f}"
+            tip + f"\nplanning time index {pti:.2f} · buffer {bi:.2f} · misery {mi:.2f}"
             for tip, pti, bi, mi in zip(
                 tips, *(grid[name] for name in RELIABILITY_INDICES), strict=True
             )
@@ -243,8 +245,8 @@ def coverage_map(
         where = "from near the origin to near here" if near else "from the origin's zone to here"
         tips = [
             tip
-            + f"<br/>{n:,} training trips {where} ({k:,} at {hours})"
-            + ("<br/><b>Thin data: treat with caution</b>" if is_thin else "")
+            + f"\n{n:,} training trips {where} ({k:,} at {hours})"
+            + ("\n⚠ Thin data: treat with caution" if is_thin else "")
             for tip, n, k, is_thin in zip(
                 tips, grid["support_trips"], grid["support_trips_at_time"], thin, strict=True
             )
