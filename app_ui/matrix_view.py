@@ -24,7 +24,7 @@ import streamlit as st
 from app_ui import charts, trip_controls
 from app_ui.context import ModelContext
 from vrvm import TravelTimeModel
-from vrvm.services import matrix
+from vrvm.services import matrix, places
 from vrvm.services.area import ServiceArea
 
 QUANTILE_OPTIONS = (0.05, 0.1, 0.25, 0.75, 0.9, 0.95)
@@ -47,7 +47,7 @@ def _zone_picker(key: str, label: str, area: ServiceArea) -> list[str]:
     before = st.session_state.get(key)
     known = [z for z in before or [] if z in labels]  # the zones change with the zone file
     fresh = before is None or (before and not known)  # first visit, or other zones now
-    st.session_state[key] = matrix.busiest_zones(area, DEFAULT_ZONES) if fresh else known
+    st.session_state[key] = places.busiest_zones(area, DEFAULT_ZONES) if fresh else known
     chosen = st.multiselect(label, zones, format_func=labels.get, key=key)
     left, right = st.columns(2)
     left.button(
@@ -61,7 +61,7 @@ def _zone_picker(key: str, label: str, area: ServiceArea) -> list[str]:
         f"{DEFAULT_ZONES} busiest",
         key=f"{key}_busiest",
         on_click=_choose,
-        args=(key, matrix.busiest_zones(area, DEFAULT_ZONES)),
+        args=(key, places.busiest_zones(area, DEFAULT_ZONES)),
         type="tertiary",
         help="The zones with the most training trip ends",
     )

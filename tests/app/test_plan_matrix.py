@@ -14,7 +14,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from tests.app.test_pages import APP, TIMEOUT, area_of, no_exception, table_with
-from vrvm.services import matrix
+from vrvm.services import matrix, places
 from vrvm.services.forecast import combine_departure
 
 PLAN = "pages/3_Plan.py"
@@ -35,7 +35,7 @@ def test_first_visit_shows_the_busiest_zones_both_ways(vrvm_home):
     at = run_matrix()
     no_exception(at)
     area = area_of(vrvm_home)
-    busiest = matrix.busiest_zones(area, 10)
+    busiest = places.busiest_zones(area, 10)
     assert at.multiselect(key=f"{KEY}_origins").value == busiest
     assert at.multiselect(key=f"{KEY}_dests").value == busiest
     preview = table_with(at, "median (min)")
@@ -120,7 +120,7 @@ def test_no_zones_says_what_to_do(vrvm_home):
 
 def test_points_csv_reads_back_as_the_same_points(vrvm_home):
     area = area_of(vrvm_home)
-    points = matrix.zone_points(area, matrix.busiest_zones(area, 4))
+    points = matrix.zone_points(area, places.busiest_zones(area, 4))
     again = matrix.read_points(io.BytesIO(matrix.points_csv(points)), source="origins.csv")
     pd.testing.assert_frame_equal(again, points)
 

@@ -13,7 +13,7 @@ from scipy import optimize
 
 from vrvm import synthetic_city
 from vrvm.services import matrix
-from vrvm.services.places import place_from_zone
+from vrvm.services.places import busiest_zones, place_from_zone
 from vrvm.services.predictions import in_threads
 from vrvm.trips.zone_files import ZoneFile
 
@@ -274,7 +274,7 @@ def test_read_points_from_csv_and_parquet(tmp_path):
 
 
 def test_zone_points_are_the_places_answers_use(tiny_area):
-    zones = matrix.busiest_zones(tiny_area, 3)
+    zones = busiest_zones(tiny_area, 3)
     assert zones == tiny_area.grid.nlargest(3, "n_points", keep="first")["zone"].tolist()
     points = matrix.zone_points(tiny_area, zones)
     for zone, row in zip(zones, points.itertuples(), strict=True):
@@ -286,7 +286,7 @@ def test_zone_points_are_the_places_answers_use(tiny_area):
 
 # --------------------------------------------------------------------- what is shown
 def test_heat_map_preview_and_downloads(tiny_model, tiny_area):
-    zones = matrix.busiest_zones(tiny_area, 4)
+    zones = busiest_zones(tiny_area, 4)
     points = matrix.zone_points(tiny_area, zones)
     frame = matrix.matrix_frame(tiny_model, points, points, DEPARTURE, thresholds_s=[900])
     heat = matrix.median_heatmap(frame, tiny_area)

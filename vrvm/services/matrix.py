@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DASHBOARD_MAX_PAIRS",
     "MATRIX_BATCH_PAIRS",
-    "busiest_zones",
     "iter_matrix",
     "matrix_columns",
     "matrix_command",
@@ -278,12 +277,6 @@ def zone_points(area: ServiceArea, zones: Sequence[str]) -> pd.DataFrame:
             "lon": grid["lon"].to_numpy(dtype=np.float64).round(6),
         }
     )
-
-
-def busiest_zones(area: ServiceArea, n: int = 10) -> list[str]:
-    """The ``n`` zones with the most training trip ends (ties in display order)."""
-    grid = area.grid.sort_values("n_points", ascending=False, kind="stable")
-    return grid["zone"].astype(str).head(n).tolist()
 
 
 # ------------------------------------------------------------------------------ matrix

@@ -24,6 +24,7 @@ __all__ = [
     "Place",
     "apply_map_click",
     "apply_map_selection",
+    "busiest_zones",
     "central_place",
     "parse_latlon",
     "place_from_label",
@@ -53,13 +54,16 @@ def place_from_zone(area: ServiceArea, zone: str) -> Place:
     return Place(round(float(row["lat"]), 6), round(float(row["lon"]), 6), zone, row["label"])
 
 
-def central_place(area: ServiceArea) -> Place:
-    """The zone a view opens on: the one holding (or nearest to) the initial map view's centre.
+def busiest_zones(area: ServiceArea, n: int = 10) -> list[str]:
+    """The ``n`` zones with the most training trip ends (ties in display order)."""
+    grid = area.grid.sort_values("n_points", ascending=False, kind="stable")
+    return grid["zone"].astype(str).head(n).tolist()
 
-    That centre is the densest cluster of trip ends (see :class:`ServiceArea`'s ``view``).
-    """
-    row, _ = area.nearest_zone(area.view.latitude, area.view.longitude)
-    return place_from_zone(area, str(area.grid["zone"].iloc[row]))
+
+def central_place(area: ServiceArea) -> Place:
+    """The zone a view opens on: the busiest, the one with the most training trip ends
+    (in a city, downtown; the map's centre can fall in a quiet district)."""
+    return place_from_zone(area, busiest_zones(area, 1)[0])
 
 
 def place_from_label(area: ServiceArea, label: str) -> Place:

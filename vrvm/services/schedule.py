@@ -42,7 +42,7 @@ from vrvm.services.forecast import (
     query_frame,
 )
 from vrvm.services.indices import ReliabilityIndices, od_indices, pool_departures
-from vrvm.services.places import Place, place_from_zone
+from vrvm.services.places import Place, busiest_zones, place_from_zone
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.model import TravelTimeModel
 
@@ -117,14 +117,11 @@ def default_deadline(tz: str, now: datetime | None = None) -> pd.Timestamp:
 def default_pair(area: ServiceArea, *, candidates: int = 10) -> tuple[Place, Place]:
     """A busy trip to open on: from the zone with the most trip ends to the one of the
     next ``candidates`` busiest zones farthest from it."""
-    grid = area.grid.sort_values("n_points", ascending=False, kind="stable")
-    if len(grid) < 2:
+    if len(area.grid) < 2:
         raise ValueError("the service area needs at least two zones")
-    first = grid.iloc[0]
-    others = grid.iloc[1 : 1 + candidates]
-    km = haversine_km(first["lat"], first["lon"], others["lat"], others["lon"])
-    dest = others["zone"].iloc[int(np.argmax(km))]
-    return place_from_zone(area, str(first["zone"])), place_from_zone(area, str(dest))
+    first, *others = (place_from_zone(area, z) for z in busiest_zones(area, 1 + candidates))
+    km = [haversine_km(first.lat, first.lon, o.lat, o.lon) for o in others]
+    return first, others[int(np.argmax(km))]
 
 
 # --------------------------------------------------------------------------- arrive by
