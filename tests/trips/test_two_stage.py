@@ -211,3 +211,37 @@ def test_cleaning_out_of_core_matches_reading_whole_files(tmp_path, trips):
     _, whole = read_trips(tmp_path / "messy.parquet", cleaning={"drop_duplicates": False})
     assert outcome.report.counts == whole.counts
     assert outcome.report.n_kept == whole.n_kept == model.shard_sizes_.sum()
+
+
+def test_the_second_stage_adds_functions_from_a_reserve(two_stage, folder, tmp_path, monkeypatch):
+    import json
+
+    import vrvm.trips.training as training
+
+    model, _, _ = two_stage
+    assert {m.get_params()["n_reserve"] for m in model.members_} == {training.RESERVE_COLUMNS}
+    assert all(m._reserve is None for m in model.members_)  # used, then forgotten
+    monkeypatch.setattr(training, "RESERVE_COLUMNS", 0)
+    without = TravelTimeModel(**FAST)
+    fit_dataset(without, TripDataset(folder, part_rows=3000))  # the same first stage
+    evidence = [sum(m.log_evidence_ for m in fit.members_) for fit in (model, without)]
+    assert evidence[0] > evidence[1]
+    assert model.n_relevance_.sum() > without.n_relevance_.sum()
+    test = synthetic_city(3000, seed=11)
+    assert model.evaluate(test)["crps_s"] < without.evaluate(test)["crps_s"]
+    # the reserve is a fitting option, not part of the saved model: same format
+    saved = []
+    for name, fit in (("with", model), ("without", without)):
+        fit.save(tmp_path / name)
+        meta = json.loads((tmp_path / name / "model.json").read_text())["metadata"]
+        saved.append([sorted(m["params"]) for m in meta["members"]])
+        again = TravelTimeModel.load(tmp_path / name)
+        assert _close(again.predict_dist(test), fit.predict_dist(test), 1e-12)
+    assert saved[0] == saved[1] and "n_reserve" not in saved[0][0]
+
+
+def test_reestimating_keeps_the_first_stage_functions_without_a_reserve(folder):
+    model = TravelTimeModel(**{**FAST, "refit": "reestimate"})
+    fit_dataset(model, TripDataset(folder, part_rows=3000))
+    assert {m.get_params()["n_reserve"] for m in model.members_} == {0}
+    assert model.training_summary_["two_stage"]["refit"] == "reestimate"

@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
+from vrvm.engine._refit import choose_reserve, set_fitted, stage_columns
 from vrvm.engine._validation import (
     FORGETTING,
     SEED,
@@ -77,6 +78,7 @@ _PARAMETER_CONSTRAINTS = {
     "selection_max_basis": (integer(1), "an integer >= 1"),
     "cv_folds": (integer(2), "an integer >= 2"),
     "n_jobs": (lambda v: integer(allow_none=True)(v) and v != 0, "None or a non-zero integer"),
+    "n_reserve": (integer(0), "an integer >= 0"),
     "random_state": SEED,
 }
 
@@ -154,6 +156,12 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
     n_jobs : int or None, default=None
         Processes (joblib) that score the candidate width sets of ``"auto"`` in
         parallel; None or 1 scores them in turn, -1 uses all cores.
+    n_reserve : int, default=0
+        For a two-stage fit: :meth:`fit` also keeps the ``n_reserve`` inactive
+        candidates the evidence came closest to adding (highest E[lambda] q_k^2 / s_k),
+        whose statistics :meth:`basis_statistics` then accumulates too, so that
+        :meth:`refit_statistics` can add them. Transient: not saved with the model
+        (:meth:`export_state`); ignored by ``solver="coordinate"``.
     random_state : int, numpy Generator or None, default=None
         Seed for centre selection and subsampling.
 
@@ -258,6 +266,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         selection_max_basis: int = 500,
         cv_folds: int = 5,
         n_jobs: int | None = None,
+        n_reserve: int = 0,
         random_state=None,
     ):
         self.kernel_widths = kernel_widths
@@ -280,6 +289,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         self.selection_max_basis = selection_max_basis
         self.cv_folds = cv_folds
         self.n_jobs = n_jobs
+        self.n_reserve = n_reserve
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
@@ -450,40 +460,25 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def _set_fitted(self, fit: CoreFit, X, linear):
-        res, s = fit.result, fit.y_scale
-        self._predictor = fit.predictor()
         self.n_features_in_ = X.shape[1]
         self.n_linear_ = 0 if linear is None else linear.shape[1]
         self.kernel_widths_ = fit.spec.widths.copy()
         self.centre_indices_ = fit.centre_rows
-        self.active_ = res.active.copy()
-        self.coef_ = res.post.mean * s
-        self.alpha_ = res.alpha.copy()
-        col_centre = fit.spec.column_centre()[res.active]
-        self.basis_centre_index_ = np.where(col_centre >= 0, fit.centre_rows[col_centre], -1)
-        self.basis_width_ = fit.spec.column_width()[res.active]
-        self.relevance_indices_ = np.unique(self.basis_centre_index_[self.basis_centre_index_ >= 0])
-        self.relevance_vectors_ = X[self.relevance_indices_]
-        self.n_relevance_ = int(self.relevance_indices_.size)
-        self.e_ = float(res.e)
-        self.f_ = float(res.f * s**2)
-        self.noise_std_ = float(np.sqrt(self.f_ / self.e_))
-        self.elbo_ = np.asarray(res.elbo) - X.shape[0] * np.log(s)
-        self.log_evidence_ = fit.log_evidence
-        self.n_iter_ = res.n_iter
-        self.converged_ = res.converged
-        self.stop_reason_ = res.stop_reason
-        self.n_updates_ = 0
+        set_fitted(self, fit, X.shape[0], fit.result.active)
+        # the second stage's candidates (module vrvm.engine._refit), never saved
+        self._reserve = choose_reserve(fit, self.n_reserve)
 
     # ------------------------------------------------------------------ two-stage fits
     def basis_statistics(self, X, y, linear=None) -> SufficientStatistics:
         """Sufficient statistics of the fitted basis functions on more data.
 
         G = Phi^T Phi, h = Phi^T y, y^T y and n over the rows of ``X`` for the active
-        columns (``active_``), on the unit scale of the fit (y divided by the scale
-        fixed at :meth:`fit`). Statistics of disjoint row sets add up (``a + b``), so
-        they can be accumulated over batches, files and machines and passed to
-        :meth:`refit_statistics`.
+        columns (``active_``, in that order) and, after a :meth:`fit` with
+        ``n_reserve > 0``, the reserve: then the active and reserve columns in
+        ascending order of their candidate column. On the unit scale of the fit (y
+        divided by the scale fixed at :meth:`fit`). Statistics of disjoint row sets
+        add up (``a + b``), so they can be accumulated over batches, files and
+        machines and passed to :meth:`refit_statistics`.
 
         Parameters
         ----------
@@ -498,15 +493,17 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "_predictor")
         X, linear = self._check_predict_input(X, linear)
         y = as_targets(y, X.shape[0]) if X.shape[0] else np.empty(0)
-        pred = self._predictor
+        stage = stage_columns(self)
+        y = y / self._predictor.y_scale
         return sufficient_statistics(
-            pred.basis,
-            X,
-            y / pred.y_scale,
-            linear,
-            chunk_size=self.chunk_size,
-            columns=pred.columns,
+            stage.spec, X, y, linear, chunk_size=self.chunk_size, columns=stage.columns
         )
+
+    def zero_statistics(self) -> SufficientStatistics:
+        """The statistics of no rows for the columns of :meth:`basis_statistics` (the
+        start of a sum over parts)."""
+        check_is_fitted(self, "_predictor")
+        return SufficientStatistics.zeros(stage_columns(self).columns.size)
 
     def refit_statistics(self, stats: SufficientStatistics, *, prune: bool = True):
         """Re-estimate weights, ARD precisions and noise from the statistics of more data.
@@ -516,15 +513,17 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         gives G, h, y^T y and n of those columns, from which the variational posterior
         q(w) q(alpha) q(lambda) is fitted again (the same updates as :meth:`fit`, on
         the same priors and unit scale). ``prune=True`` runs the fast solver from the
-        bias alone over the active columns, so functions the larger data does not
-        support drop out; ``prune=False`` keeps every active column and re-estimates
-        its alpha_k. Fitted attributes keep their meaning (``active_`` indexes the
-        candidate columns of the first stage).
+        bias alone over the active columns and the reserve (``n_reserve``), so
+        functions the larger data does not support drop out and reserve candidates it
+        supports come in; ``prune=False`` keeps every active column, re-estimates its
+        alpha_k and ignores the reserve. Fitted attributes are set as by :meth:`fit`
+        (``active_`` indexes the candidate columns of the first stage,
+        ``relevance_indices_`` its training rows) and the reserve is forgotten.
 
         Parameters
         ----------
         stats : SufficientStatistics
-            Statistics of the active columns, as from :meth:`basis_statistics`.
+            Statistics of the columns of :meth:`basis_statistics`.
         prune : bool, default=True
 
         Returns
@@ -544,17 +543,22 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         (0.1, True)
         """
         check_is_fitted(self, "_predictor")
-        pred = self._predictor
-        k = pred.columns.size
+        stage = stage_columns(self)
+        k = stage.columns.size
         if not isinstance(stats, SufficientStatistics) or stats.h.shape != (k,):
             raise ValueError(
-                f"stats must be the SufficientStatistics of the {k} active columns "
-                "(from basis_statistics)"
+                f"stats must be the SufficientStatistics of the {k} columns of "
+                "basis_statistics (the active columns and the reserve)"
             )
         if stats.n < 3:
             raise ValueError(f"refit_statistics needs statistics of at least 3 rows, got {stats.n}")
-        priors = self._priors(pred.y_scale)
-        keep = (0,) if prune else tuple(range(k))  # local column 0 is the bias
+        if not prune and stage.columns.size != self.active_.size:  # the reserve is not used
+            positions = np.flatnonzero(np.isin(stage.candidate, self.active_))
+            stage, stats = stage.subset(positions), stats.subset(positions)
+        s = self._predictor.y_scale
+        priors = self._priors(s)
+        # column 0 of the statistics is the bias (columns in ascending candidate order)
+        keep = (0,) if prune else tuple(range(stage.columns.size))
         options = {"tol": self.tol, "max_iter": self.max_iter, "alpha_max": self.alpha_max}
         if self.solver == "fast":
             res = fit_fast(
@@ -564,35 +568,12 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             res = fit_coordinate(stats, self.factorization, priors, keep=keep, **options)
         if not res.converged:
             logger.warning("VRVM refit did not converge: %s", res.stop_reason)
-        local, s = res.active, pred.y_scale
+        local = res.active
         evidence = log_evidence(stats.subset(local), res.alpha, priors) - stats.n * np.log(s)
-        # the compact basis again, keeping only the centres the surviving columns use
-        rows = np.full(pred.basis.n_centres, -1)
-        head = 1 + pred.basis.n_linear
-        kern = pred.columns >= head
-        rows[(pred.columns[kern] - head) % pred.basis.n_centres] = self.basis_centre_index_[kern]
-        res.active = pred.columns[local]
-        self._predictor = CoreFit(pred.basis, rows, res, s, priors, evidence).predictor()
-        old_relevance, old_vectors = self.relevance_indices_, self.relevance_vectors_
-        self.active_ = self.active_[local]
-        self.basis_centre_index_ = self.basis_centre_index_[local]
-        self.basis_width_ = self.basis_width_[local]
-        self.relevance_indices_ = np.unique(self.basis_centre_index_[self.basis_centre_index_ >= 0])
-        self.relevance_vectors_ = old_vectors[
-            np.searchsorted(old_relevance, self.relevance_indices_)
-        ]
-        self.n_relevance_ = int(self.relevance_indices_.size)
-        self.coef_ = res.post.mean * s
-        self.alpha_ = res.alpha.copy()
-        self.e_ = float(res.e)
-        self.f_ = float(res.f * s**2)
-        self.noise_std_ = float(np.sqrt(self.f_ / self.e_))
-        self.elbo_ = np.asarray(res.elbo) - stats.n * np.log(s)
-        self.log_evidence_ = float(evidence)
-        self.n_iter_ = res.n_iter
-        self.converged_ = res.converged
-        self.stop_reason_ = res.stop_reason
-        self.n_updates_ = 0
+        res.active = stage.columns[local]
+        fit = CoreFit(stage.spec, stage.centre_rows, res, s, priors, float(evidence))
+        set_fitted(self, fit, stats.n, stage.candidate[local])
+        self._reserve = None
         return self
 
     # ------------------------------------------------------------------ state (no pickle)
@@ -639,6 +620,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "coef_")
         params = self.get_params()
+        del params["n_reserve"]  # a fitting option of the first stage, not of the state
         if not (params["random_state"] is None or isinstance(params["random_state"], int)):
             params["random_state"] = None
         params["kernel_widths"] = (

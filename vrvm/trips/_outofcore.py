@@ -263,7 +263,7 @@ class PartStatistics:
 def part_statistics(dataset, part, plan: StatisticsPlan) -> PartStatistics:
     """Pass 2: every member's sufficient statistics over the trips of ``part`` dealt to it."""
     n_members = len(plan.members)
-    stats = [SufficientStatistics.zeros(m.active_.size) for m in plan.members]
+    stats = [m.zero_statistics() for m in plan.members]
     summary, reports = TripSummary(), []
     forced_rows, forced_members = plan.forced.get(part.file, (np.empty(0, np.int64), None))
     for trips, report in dataset.read(part, center=plan.center):

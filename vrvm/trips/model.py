@@ -199,8 +199,8 @@ class TravelTimeModel(BaseEstimator):
         sufficient statistics, read part by part. Smaller data is fitted in one stage.
     refit : {"prune", "reestimate"}, default="prune"
         The second stage: ``"prune"`` runs the fast solver again over the chosen
-        functions on the full statistics (the data may drop some); ``"reestimate"``
-        keeps them all.
+        functions and a reserve of candidates on the full statistics (the data may drop
+        some and add others; docs/scaling.md); ``"reestimate"`` keeps them all.
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
@@ -411,10 +411,12 @@ class TravelTimeModel(BaseEstimator):
         provenance: dict[str, Any],
         *,
         final: bool = True,
+        n_reserve: int = 0,
     ) -> _FitData:
         """Fit on trips in memory; returns what the second stage of a two-stage fit
         reuses (the trips' features, targets and members). With ``final=False`` (the
-        first stage of a two-stage fit) the distance scale is left to the second."""
+        first stage of a two-stage fit) the distance scale is left to the second;
+        ``n_reserve`` is the members' (:class:`VRVMRegressor`)."""
         positive = self.target == "log"
         travel_time_s = travel_times(trips, positive=positive)
         n = len(trips)
@@ -449,6 +451,7 @@ class TravelTimeModel(BaseEstimator):
         for m, rows in enumerate(shard_rows):
             params = self._member_template(kernel_widths=widths.tolist()).get_params()
             params["random_state"] = seeds.members[m]
+            params["n_reserve"] = n_reserve
             tasks.append((m, X[rows], y[rows], d[rows], params))
         members = _ensemble.fit_members(tasks, progress, started, client, self.n_jobs)
 

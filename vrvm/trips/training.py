@@ -21,6 +21,10 @@ and, per member, the statistics of its chosen basis functions:
 4. **Second stage**: each member re-estimates its weights, ARD precisions and noise
    from its statistics (:meth:`~vrvm.engine.regressor.VRVMRegressor.refit_statistics`),
    and the distance scale of the spread is fitted again out of shard on the sample.
+   With ``refit="prune"`` the statistics also cover a reserve of
+   :data:`RESERVE_COLUMNS` inactive candidates per member, those the first stage's
+   evidence came closest to adding, so that the fast solver on all trips can add
+   functions as well as drop them (more trips support more functions).
 
 When the sample is the whole data (at most ``subsample_size`` trips per member) the
 first stage is the fit, identical to fitting the table in memory.
@@ -53,6 +57,11 @@ __all__ = ["FitOutcome", "fit_dataset"]
 
 #: Held-out trips kept (at most) to score a model trained out of core.
 MAX_TEST_TRIPS = 100_000
+
+#: Inactive candidate columns each member carries into the second stage with
+#: ``refit="prune"`` (``VRVMRegressor(n_reserve=...)``), ranked by the first stage's
+#: relevance ratio E[lambda] q_k^2 / s_k; see docs/scaling.md for the measurements.
+RESERVE_COLUMNS = 300
 
 
 @dataclass
@@ -169,6 +178,7 @@ def fit_dataset(
         if zones is not None:
             member_zones = _take(zones, train["row"].to_numpy())
         one_stage = spec.train_rate >= 1.0
+        reserve = RESERVE_COLUMNS if not one_stage and model.refit == "prune" else 0
         sample = train.drop(columns=["file", "row"])
         sample.attrs.update(provenance)
         fitted = model._fit(
@@ -179,6 +189,7 @@ def fit_dataset(
             started,
             trip_provenance(sample),
             final=one_stage,
+            n_reserve=reserve,
         )
         n_test = sum(s.n_holdout for s in samples)
         if one_stage:
