@@ -240,36 +240,42 @@ def _fit(train, *, subsample_size: int, **params):
     return model, round(time.perf_counter() - started, 1)
 
 
-def quality(n: int) -> dict[str, Any]:
-    """The full fit and the two-stage fit, scored on the same held-out trips."""
+def quality(n: int, skip_full: bool = False) -> dict[str, Any]:
+    """The full fit and the two-stage fit, scored on the same held-out trips.
+
+    ``skip_full`` keeps the full fits of the results file (they do not depend on the
+    two-stage code) and refits only the two-stage ones.
+    """
     from bench_trips import make_splits
 
     from vrvm.trips import read_trips
     from vrvm.trips.synthetic import synthetic_city
 
-    out: dict[str, Any] = {}
+    before = json.loads(RESULTS.read_text()).get("quality", {}) if RESULTS.exists() else {}
+
+    def run(city: str, train, test, cases: dict[str, int]) -> dict[str, Any]:
+        kept = before.get(city, {}).get("fits", {})
+        out = {"n_train": len(train), "n_test": len(test), "fits": {}}
+        for name, size in cases.items():
+            if skip_full and name == "full" and name in kept:
+                out["fits"][name] = kept[name]
+                continue
+            model, seconds = _fit(train, subsample_size=size)
+            out["fits"][name] = {"fit_s": seconds, **_scores(model, test)}
+            print(city, name, out["fits"][name], flush=True)
+        return out
+
     train, test = synthetic_city(n, seed=0), synthetic_city(50_000, seed=1)
     cases = {"full": n, "two-stage, subsample 20,000": 20_000}
-    out["synthetic"] = {"n_train": n, "n_test": len(test), "fits": {}}
-    for name, size in cases.items():
-        model, seconds = _fit(train, subsample_size=size)
-        out["synthetic"]["fits"][name] = {"fit_s": seconds, **_scores(model, test)}
-        print(name, out["synthetic"]["fits"][name], flush=True)
+    results = {"synthetic": run("synthetic", train, test, cases)}
     if not CHICAGO.exists():
         print(f"{CHICAGO} not found: Chicago skipped")
-        return out
+        return results
     trips, _ = read_trips(CHICAGO)
     split = next(s for s in make_splits(trips) if s.name == "random")
-    out["chicago"] = {"n_train": len(split.train), "n_test": len(split.test), "fits": {}}
-    for name, size in {
-        "full": len(split.train),
-        "two-stage, 1,000": 1000,
-        "two-stage, 500": 500,
-    }.items():
-        model, seconds = _fit(split.train, subsample_size=size)
-        out["chicago"]["fits"][name] = {"fit_s": seconds, **_scores(model, split.test)}
-        print(name, out["chicago"]["fits"][name], flush=True)
-    return out
+    cases = {"full": len(split.train), "two-stage, 1,000": 1000, "two-stage, 500": 500}
+    results["chicago"] = run("chicago", split.train, split.test, cases)
+    return results
 
 
 def stability(n: int, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -395,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("--work", type=Path, default=Path("/tmp/vrvm_bench_scale"))
     qual = commands.add_parser("quality", help="full vs two-stage fit")
     qual.add_argument("--n", type=int, default=1_000_000)
+    qual.add_argument("--skip-full", action="store_true", help="keep the stored full fits")
     stab = commands.add_parser("stability", help="subsample sizes")
     stab.add_argument("--n", type=int, default=1_000_000)
     stab.add_argument("--subsamples", default=",".join(map(str, SUBSAMPLES)))
@@ -409,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         merge("fit", runs)
         print(fit_table(json.loads(RESULTS.read_text())["fit"]))
     elif args.command == "quality":
-        merge("quality", quality(args.n))
+        merge("quality", quality(args.n, args.skip_full))
     elif args.command == "stability":
         sizes = tuple(int(s) for s in args.subsamples.split(","))
         merge("stability", {"n_train": args.n, "rows": stability(args.n, sizes)})
