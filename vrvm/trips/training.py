@@ -276,9 +276,9 @@ def _take(zones, rows: np.ndarray):
 
 def _second_stage(model, total, fitted, seeds, train, provenance, spec, dataset) -> None:
     """Refit every member on its statistics; redo what depends on the members."""
-    prune = model.refit == "prune"
-    for member, stats in zip(model.members_, total.stats, strict=True):
-        member.refit_statistics(stats, prune=prune)
+    model.members_ = _ensemble.refit_members(
+        model.members_, total.stats, prune=model.refit == "prune", n_jobs=model.n_jobs
+    )
     model._set_relevance_trips(fitted)
     model._fit_noise_scale(fitted.X, fitted.y, fitted.d, fitted.shard_of_row, seeds.noise_scale)
     model.shard_sizes_ = np.array([s.n for s in total.stats])
