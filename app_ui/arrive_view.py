@@ -20,7 +20,7 @@ from datetime import time
 
 import streamlit as st
 
-from app_ui import charts, indices_view, od_picker, sidebar
+from app_ui import charts, forecast_view, indices_view, od_picker, sidebar, trip_controls
 from app_ui.context import ModelContext
 from vrvm.services import forecast, schedule
 from vrvm.services.places import ODState
@@ -82,17 +82,11 @@ def _window_inputs(key: str, tz: str):
     left, right = st.columns(2)
     start = left.time_input("Leave from", key=f"{key}_wstart", step=300)
     end = right.time_input("until", key=f"{key}_wend", step=300)
-    threshold = st.number_input(
-        "Arrive within T (minutes)",
-        min_value=1.0,
-        max_value=240.0,
-        step=1.0,
-        key=f"{key}_threshold",
-    )
+    threshold = trip_controls.threshold_input(key)
     return (
         forecast.combine_departure(day, start, tz),
         forecast.combine_departure(day, end, tz),
-        float(threshold),
+        threshold,
     )
 
 
@@ -176,16 +170,7 @@ def _show_window(key: str, ctx: ModelContext, state: ODState, start, end, thresh
             width="stretch",
         )
     with right:
-        quantiles = window.quantiles.assign(
-            quantile=[f"{100 * q:g} %" for q in window.quantiles["q"]]
-        )
-        st.markdown("**Quantiles**")
-        st.dataframe(
-            quantiles[["quantile", "minutes"]].round(1),
-            hide_index=True,
-            key=f"{key}_quantiles",
-            width="stretch",
-        )
+        forecast_view.show_quantiles(key, window.quantiles)
         st.caption(
             f"A departure drawn uniformly from the window: the equal-weight mixture of the "
             f"{result.dist.n_components} member distributions of {window.n_departures} "

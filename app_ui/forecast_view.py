@@ -88,16 +88,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         ).drop(columns="level")
         st.markdown("**Prediction intervals**")
         st.dataframe(table.round(1), hide_index=True, key=f"{key}_intervals", width="stretch")
-        quantiles = answer.quantiles.assign(
-            quantile=[f"{100 * q:g} %" for q in answer.quantiles["q"]]
-        )
-        st.markdown("**Quantiles**")
-        st.dataframe(
-            quantiles[["quantile", "minutes"]].round(1),
-            hide_index=True,
-            key=f"{key}_quantiles",
-            width="stretch",
-        )
+        show_quantiles(key, answer.quantiles)
         st.caption(
             f"Exact mixture of {result.dist.n_components} ensemble members (faint curves, "
             "each drawn at 1/M of its density so they add up to the mixture)."
@@ -127,3 +118,15 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
     else:
         note += " No training trip joins these two zones."
     st.caption(note)
+
+
+def show_quantiles(key: str, quantiles: pd.DataFrame) -> None:
+    """The travel-time quantiles (columns ``q`` and ``minutes``) as a small table."""
+    shown = quantiles.assign(quantile=[f"{100 * q:g} %" for q in quantiles["q"]])
+    st.markdown("**Quantiles**")
+    st.dataframe(
+        shown[["quantile", "minutes"]].round(1),
+        hide_index=True,
+        key=f"{key}_quantiles",
+        width="stretch",
+    )

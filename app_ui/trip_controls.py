@@ -47,12 +47,21 @@ def show(key: str, tz: str) -> tuple[pd.Timestamp, float]:
         type="tertiary",
         help=f"Now in the model's time zone ({tz})",
     )
-    threshold = st.number_input(
-        "Arrive within T (minutes)",
-        min_value=1.0,
-        max_value=240.0,
-        step=1.0,
-        key=f"{key}_threshold",
-        help="Probability of arriving within T minutes; on the coverage map, per zone.",
+    threshold = threshold_input(
+        key, help="Probability of arriving within T minutes; on the coverage map, per zone."
     )
-    return forecast.combine_departure(day, clock, tz), float(threshold)
+    return forecast.combine_departure(day, clock, tz), threshold
+
+
+def threshold_input(key: str, help: str | None = None) -> float:
+    """The threshold T in minutes (1-240), kept under ``{key}_threshold``."""
+    return float(
+        st.number_input(
+            "Arrive within T (minutes)",
+            min_value=1.0,
+            max_value=240.0,
+            step=1.0,
+            key=f"{key}_threshold",
+            help=help,
+        )
+    )

@@ -29,13 +29,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_predict_scale import child, machine  # one runner for both benchmarks
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "matrix.json"
@@ -83,46 +84,6 @@ def point_files(work: Path, size: int) -> tuple[Path, Path]:
 
 
 # ------------------------------------------------------------------------ measuring
-def _status_mib(field: str) -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def child(argv: list[str], result: str) -> int:
-    """Run ``vrvm`` with ``argv`` in this process; write its wall and CPU time, its peak
-    memory and the resident memory sampled every half second."""
-    import threading
-
-    from vrvm.cli import main
-
-    samples: list[tuple[float, float]] = []
-    stop = threading.Event()
-    started = time.perf_counter()
-
-    def sample() -> None:
-        while not stop.wait(0.5):
-            samples.append((time.perf_counter() - started, _status_mib("VmRSS")))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    cpu = time.process_time()
-    status = main(argv)
-    wall_s = time.perf_counter() - started
-    cpu_s = time.process_time() - cpu
-    stop.set()
-    sampler.join()
-    out = {"status": status, "wall_s": wall_s, "cpu_s": cpu_s, "peak_rss_mib": _status_mib("VmHWM")}
-    out["rss_mib_by_tenth"] = [
-        round(max((rss for t, rss in samples if t <= wall_s * k / 10), default=0.0))
-        for k in range(1, 11)
-    ]
-    Path(result).write_text(json.dumps(out))
-    return status
-
-
 def run_case(model: Path, origins: Path, destinations: Path, out: Path, size: int):
     result = out.with_suffix(".json")
     load = os.getloadavg()[0]
@@ -177,21 +138,6 @@ def model_summary(model: Path) -> dict[str, Any]:
         "members": len(loaded.members_),
         "relevance_vectors": [int(m.n_relevance_) for m in loaded.members_],
         "df": round(float(loaded.members_[0]._predictor.e * 2.0), 1),
-    }
-
-
-def machine() -> dict[str, Any]:
-    with open("/proc/meminfo", encoding="ascii") as info:
-        total_kib = int(next(line for line in info if line.startswith("MemTotal")).split()[1])
-    cpu = ""
-    with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
-        cpu = next((line.split(":", 1)[1].strip() for line in info if "model name" in line), "")
-    return {
-        "cpus": len(os.sched_getaffinity(0)),
-        "cpu": cpu,
-        "memory_gib": round(total_kib / 2**20, 1),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
     }
 
 

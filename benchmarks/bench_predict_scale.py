@@ -182,8 +182,11 @@ def model_summary(model: Path) -> dict[str, Any]:
 def machine() -> dict[str, Any]:
     with open("/proc/meminfo", encoding="ascii") as info:
         total_kib = int(next(line for line in info if line.startswith("MemTotal")).split()[1])
+    with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+        cpu = next((line.split(":", 1)[1].strip() for line in info if "model name" in line), "")
     return {
-        "cpus": os.cpu_count(),
+        "cpus": len(os.sched_getaffinity(0)),
+        "cpu": cpu,
         "memory_gib": round(total_kib / 2**20, 1),
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -12,9 +12,9 @@ import pytest
 from scipy import optimize
 
 from vrvm import synthetic_city
+from vrvm.engine._blas import in_threads
 from vrvm.services import matrix
 from vrvm.services.places import busiest_zones, place_from_zone
-from vrvm.services.predictions import in_threads
 from vrvm.trips.zone_files import ZoneFile
 
 DEPARTURE = pd.Timestamp("2024-03-05 08:15")  # naive: the model's wall clock

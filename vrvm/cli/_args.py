@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import pandas as pd
 
 from vrvm.services.retrain import parse_widths
 from vrvm.trips.timezones import check_zone
@@ -89,3 +90,17 @@ def time_zone(text: str) -> str:
         return check_zone(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def date_time(text: str) -> pd.Timestamp:
+    """argparse type: a date and time such as ``"2016-05-03 09:00"`` (an offset is kept;
+    a naive time is read in the model's zone by the command)."""
+    try:
+        stamp = pd.Timestamp(text)
+    except (TypeError, ValueError, OverflowError):
+        stamp = pd.NaT
+    if pd.isna(stamp):
+        raise argparse.ArgumentTypeError(
+            f"expected a date and time such as '2016-05-03 09:00', got {text!r}"
+        )
+    return stamp

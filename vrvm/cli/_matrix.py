@@ -21,6 +21,7 @@ from typing import IO
 
 import pandas as pd
 
+from vrvm.cli._args import date_time
 from vrvm.cli._output import ProgressBar
 from vrvm.cli._reading import (
     _CSV_OPENERS,
@@ -69,18 +70,6 @@ def _thresholds(text: str) -> list[float]:
     return values
 
 
-def _departure(text: str) -> pd.Timestamp:
-    try:
-        stamp = pd.Timestamp(text)
-    except (ValueError, TypeError, OverflowError):
-        stamp = pd.NaT
-    if stamp is pd.NaT:
-        raise argparse.ArgumentTypeError(
-            f"expected a date and time such as '2016-05-03 08:00', got {text!r}"
-        )
-    return stamp
-
-
 def add_parser(commands, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Register ``vrvm matrix`` on the sub-command parsers ``commands``."""
     matrix = commands.add_parser(
@@ -103,7 +92,7 @@ def add_parser(commands, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     matrix.add_argument(
         "--depart",
         required=True,
-        type=_departure,
+        type=date_time,
         metavar="TIME",
         help="departure time of every pair, e.g. '2016-05-03 08:00' (the model's time "
         "zone unless the time has an offset)",

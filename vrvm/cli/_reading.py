@@ -34,12 +34,12 @@ import pandas as pd
 
 from vrvm.cli._args import time_zone
 from vrvm.cli._output import ProgressBar
+from vrvm.engine._blas import in_threads
 from vrvm.services.predictions import (
     PREDICT_THREADS,
     PREDICTION_COLUMNS,
     QUERY_CLEANING,
     SCORE_COLUMNS,
-    in_threads,
     prediction_table,
 )
 from vrvm.trips.cleaning import CleaningReport, combine_reports
@@ -313,7 +313,7 @@ class _Predictions:
         """The tables in file order, predicted by :data:`PREDICT_THREADS` threads.
 
         This thread reads batch i + 1 and writes batch i - 1 (between the yields) while
-        the threads predict (:func:`vrvm.services.predictions.in_threads`, BLAS on one
+        the threads predict (:func:`vrvm.engine._blas.in_threads`, BLAS on one
         thread); at most ``PREDICT_THREADS + 1`` batches are held.
         """
         self._report(0, self.total_rows)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import IO
 
-import pandas as pd
-
+from vrvm.cli._args import date_time
 from vrvm.services import schedule
 from vrvm.services.places import Place, parse_latlon
 from vrvm.trips.model import TravelTimeModel
@@ -20,19 +19,6 @@ def latlon(text: str) -> tuple[float, float]:
         return parse_latlon(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def timestamp(text: str) -> pd.Timestamp:
-    """argparse type: a date and time such as ``"2016-05-03 09:00"`` (an offset is kept)."""
-    try:
-        stamp = pd.Timestamp(text)
-    except (TypeError, ValueError):
-        stamp = pd.NaT
-    if pd.isna(stamp):
-        raise argparse.ArgumentTypeError(
-            f"expected a date and time such as '2016-05-03 09:00', got {text!r}"
-        )
-    return stamp
 
 
 def probability(text: str) -> float:
@@ -86,7 +72,7 @@ def add_arrive_by_parser(commands, parents: list[argparse.ArgumentParser]) -> No
         help=where.format("--destination"),
     )
     parser.add_argument(
-        "--deadline", type=timestamp, required=True, metavar="TIME", help='e.g. "2016-05-03 09:00"'
+        "--deadline", type=date_time, required=True, metavar="TIME", help='e.g. "2016-05-03 09:00"'
     )
     parser.add_argument(
         "--prob",

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["single_threaded_blas"]
+__all__ = ["CORE_THREADS", "in_threads", "single_threaded_blas"]
+
+CORE_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
+"""Threads :func:`in_threads` runs by default: one per core (at most 8)."""
 
 
 @functools.cache
@@ -57,3 +65,47 @@ def single_threaded_blas():
             if _users == 0:
                 _limiter.restore_original_limits()
                 _limiter = None
+
+
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def in_threads(
+    function: Callable[[_Item], _Result],
+    items: Iterable[_Item],
+    *,
+    threads: int | None = None,
+) -> Iterator[_Result]:
+    """``function(item)`` for each item, in order, computed by ``threads`` threads.
+
+    The caller's thread takes the next item (reads the next batch) and handles the
+    results (writes them) between the yields while the threads predict: numpy, scipy
+    and BLAS release the GIL, so each core predicts its own batch. At most
+    ``threads + 1`` items are held. BLAS is limited to one thread for the whole
+    pipeline: a limit set and lifted by the threads themselves, batch after batch, left
+    OpenBLAS's threads spinning (measured on 1e6 queries: 5 times the CPU time and the
+    wall time). An error, or an iteration abandoned, cancels the items not started.
+
+    Examples
+    --------
+    >>> list(in_threads(lambda x: x * x, range(5), threads=2))
+    [0, 1, 4, 9, 16]
+    """
+    threads = CORE_THREADS if threads is None else int(threads)
+    with (
+        single_threaded_blas(),
+        ThreadPoolExecutor(threads, thread_name_prefix="vrvm-predict") as pool,
+    ):
+        pending: deque = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(function, item))
+                del item  # held by the task only
+                while len(pending) > threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:  # an error or an abandoned iteration: do not predict the rest
+            for future in pending:
+                future.cancel()

@@ -135,13 +135,13 @@ class ODForecast:
     prob_within: float
     dist: MixtureDistribution = field(repr=False)
 
-    def summary_text(self) -> str:
-        """A sentence a planner can paste into a report."""
+    def summary_text(self, leaving: str | None = None) -> str:
+        """A sentence a planner can paste into a report; ``leaving`` replaces its start
+        ("Leaving Tue 03 May 2016 08:15", for a departure window for example)."""
         ninety = self.intervals.set_index("level")
-        line = (
-            f"Leaving {self.departure:%a %d %b %Y %H:%M}: typically {self.median_min:.0f} min "
-            f"(median)"
-        )
+        if leaving is None:
+            leaving = f"Leaving {self.departure:%a %d %b %Y %H:%M}"
+        line = f"{leaving}: typically {self.median_min:.0f} min (median)"
         if 0.8 in ninety.index:
             lo, hi = ninety.loc[0.8, ["lower_min", "upper_min"]]
             line += f", 8 in 10 trips take {lo:.0f}-{hi:.0f} min"

@@ -7,7 +7,7 @@ pair: ``origin`` and ``destination`` (the point's name, zone id or row number),
 ``p_within_<t>s`` per threshold (``p_within_600s``), all from the pair's predictive
 distribution (:meth:`vrvm.TravelTimeModel.predict_dist`, the ensemble's mixture) at the
 departure time. The pairs are predicted in batches of :data:`MATRIX_BATCH_PAIRS`, one
-batch per core in threads (:func:`vrvm.services.predictions.in_threads`, as ``vrvm
+batch per core in threads (:func:`vrvm.engine._blas.in_threads`, as ``vrvm
 predict`` does), so memory stays bounded whatever m x n. The quantiles are solved for a
 whole batch at once by the mixture's vectorised root finder
 (:meth:`vrvm.MixtureDistribution.ppf`: bracketed by the members' quantiles, safeguarded
@@ -33,9 +33,9 @@ import h3
 import numpy as np
 import pandas as pd
 
+from vrvm.engine._blas import in_threads
 from vrvm.services._format import format_number
 from vrvm.services.area import ServiceArea
-from vrvm.services.predictions import in_threads
 from vrvm.trips.home import HOME_ENV, model_store
 from vrvm.trips.model import ProgressCallback, TravelTimeModel
 

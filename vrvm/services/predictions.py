@@ -5,22 +5,19 @@ predicted (unreadable time, missing or invalid coordinates) or carry a travel ti
 cannot be scored; :func:`prediction_table` then gives every input row its predictive
 mean, median, standard deviation and quantiles in seconds, and, for rows that carry a
 travel time, the log density, the PIT value and the CRPS of that time.
-:func:`in_threads` predicts batches one per core, in order (``vrvm predict``, ``vrvm
-matrix``).
+Batches are predicted one per core, in order, by :func:`vrvm.engine._blas.in_threads`
+(``vrvm predict``, ``vrvm matrix``).
 """
 
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
 
-from vrvm.engine._blas import single_threaded_blas
+from vrvm.engine._blas import CORE_THREADS
 from vrvm.trips.cleaning import CleaningConfig, CleaningReport
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.reader import read_trips
@@ -30,7 +27,6 @@ __all__ = [
     "PREDICT_THREADS",
     "QUERY_CLEANING",
     "SCORE_COLUMNS",
-    "in_threads",
     "prediction_table",
     "read_queries",
 ]
@@ -38,9 +34,8 @@ __all__ = [
 PREDICTION_COLUMNS = ("mean_s", "median_s", "std_s", "q05_s", "q25_s", "q75_s", "q95_s")
 SCORE_COLUMNS = ("logpdf", "cdf", "crps")
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
-PREDICT_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
-"""Threads that predict batches at once: one per core (at most 8); each runs BLAS on one
-thread."""
+PREDICT_THREADS = CORE_THREADS
+"""Threads that predict batches at once (:func:`~vrvm.engine._blas.in_threads`)."""
 
 # Queries are only dropped when they cannot be predicted (unreadable time, missing or
 # invalid coordinates) or carry a travel time that cannot be scored (zero or negative):
@@ -52,50 +47,6 @@ QUERY_CLEANING = CleaningConfig(
     max_radius_km=None,
     drop_duplicates=False,
 )
-
-
-_Item = TypeVar("_Item")
-_Result = TypeVar("_Result")
-
-
-def in_threads(
-    function: Callable[[_Item], _Result],
-    items: Iterable[_Item],
-    *,
-    threads: int | None = None,
-) -> Iterator[_Result]:
-    """``function(item)`` for each item, in order, computed by ``threads`` threads.
-
-    The caller's thread takes the next item (reads the next batch) and handles the
-    results (writes them) between the yields while the threads predict: numpy, scipy
-    and BLAS release the GIL, so each core predicts its own batch. At most
-    ``threads + 1`` items are held. BLAS is limited to one thread for the whole
-    pipeline: a limit set and lifted by the threads themselves, batch after batch, left
-    OpenBLAS's threads spinning (measured on 1e6 queries: 5 times the CPU time and the
-    wall time). An error, or an iteration abandoned, cancels the items not started.
-
-    Examples
-    --------
-    >>> list(in_threads(lambda x: x * x, range(5), threads=2))
-    [0, 1, 4, 9, 16]
-    """
-    threads = PREDICT_THREADS if threads is None else int(threads)
-    with (
-        single_threaded_blas(),
-        ThreadPoolExecutor(threads, thread_name_prefix="vrvm-predict") as pool,
-    ):
-        pending: deque = deque()
-        try:
-            for item in items:
-                pending.append(pool.submit(function, item))
-                del item  # held by the task only
-                while len(pending) > threads:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:  # an error or an abandoned iteration: do not predict the rest
-            for future in pending:
-                future.cancel()
 
 
 def read_queries(

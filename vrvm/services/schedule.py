@@ -483,16 +483,10 @@ class DepartureWindow:
 
     def sentence(self) -> str:
         """A sentence a planner can paste into a report."""
-        f = self.forecast
-        eighty = f.intervals.set_index("level")
-        line = (
+        return self.forecast.summary_text(
             f"Leaving at any time between {self.start:%H:%M} and {self.end:%H:%M} "
-            f"({self.start:%a %d %b %Y}): typically {f.median_min:.0f} min (median)"
+            f"({self.start:%a %d %b %Y})"
         )
-        if 0.8 in eighty.index:
-            lo, hi = eighty.loc[0.8, ["lower_min", "upper_min"]]
-            line += f", 8 in 10 trips take {lo:.0f}-{hi:.0f} min"
-        return line + (f"; P(arrive within {f.threshold_min:g} min) = {100 * f.prob_within:.0f} %.")
 
 
 def depart_within(

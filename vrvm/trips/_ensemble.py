@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from vrvm.engine._blas import single_threaded_blas
+from vrvm.engine._blas import in_threads, single_threaded_blas
 from vrvm.engine._watchdog import watched_parallel
 from vrvm.engine.regressor import VRVMRegressor
 
@@ -104,7 +104,13 @@ def map_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
     if n_jobs in (None, 1) or len(parts) < 2:
         results = (func(dataset, part, plan) for part in parts)
     elif dataset.in_memory:
-        results = _in_threads(func, dataset, parts, plan, n_jobs)
+        # a table in memory: threads, not processes (NumPy and BLAS release the GIL,
+        # and the table is not copied)
+        from joblib import effective_n_jobs
+
+        results = in_threads(
+            lambda part: func(dataset, part, plan), parts, threads=effective_n_jobs(n_jobs)
+        )
     else:
         from joblib import delayed
 
@@ -114,26 +120,6 @@ def map_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
         if on_done is not None:
             on_done(done, len(parts))
         yield result
-
-
-def _in_threads(func, dataset, parts, plan, n_jobs):
-    """Parts of a table in memory in threads (NumPy and BLAS release the GIL; the
-    table is not copied into processes), BLAS on one thread each, in part order."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from joblib import effective_n_jobs
-
-    with (
-        single_threaded_blas(),
-        ThreadPoolExecutor(effective_n_jobs(n_jobs), thread_name_prefix="vrvm-part") as pool,
-    ):
-        futures = [pool.submit(func, dataset, part, plan) for part in parts]
-        try:
-            for future in futures:
-                yield future.result()
-        finally:  # an error or an abandoned iteration: do not read the rest
-            for future in futures:
-                future.cancel()
 
 
 def reduce_parts(func, dataset, parts, plan, *, client, n_jobs, on_done=None):
