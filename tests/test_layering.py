@@ -83,7 +83,7 @@ def test_trips_import_only_the_engine():
 
 
 def test_services_do_not_import_the_cli():
-    bad = _offending(_modules("vrvm/services"), lambda n: _under(n, "vrvm.cli"))
+    bad = _offending(_modules("vrvm/services"), lambda n: _under(n, "vrvm.cli", "vrvm.api"))
     assert not bad, "\n".join(bad)
 
 
@@ -154,3 +154,17 @@ def test_each_module_is_small_and_names_its_concern(path):
     assert n_lines <= MAX_LINES, f"{_rel(path)} has {n_lines} lines (at most {MAX_LINES})"
     docstring = ast.get_docstring(ast.parse(source))
     assert docstring and len(docstring.split("\n", 1)[0]) > 10, f"{_rel(path)}: no docstring"
+
+
+def test_the_http_api_sits_beside_the_cli_and_imports_only_downwards():
+    # vrvm.api (``vrvm serve``) is a presentation layer like the CLI: it may use the
+    # services and the layers below, never the CLI or the dashboard's views
+    bad = _offending(
+        _modules("vrvm/api"),
+        lambda n: _under(n, "vrvm.cli", "app_ui", "pages") or n in UI_LIBRARIES,
+    )
+    assert not bad, "\n".join(bad)
+    lower = _offending(
+        _modules("vrvm/engine", "vrvm/trips", "vrvm/services"), lambda n: _under(n, "vrvm.api")
+    )
+    assert not lower, "\n".join(lower)

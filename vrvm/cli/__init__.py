@@ -67,6 +67,7 @@ from vrvm.cli._reading import (
     reading_parser,
 )
 from vrvm.cli._schedule import add_arrive_by_parser
+from vrvm.cli._serve import add_parser as add_serve_parser
 from vrvm.cli._train import check_model_target, cmd_train, fit_with_progress
 from vrvm.services.area_check import check_same_area
 from vrvm.services.demo import demo_predictions
@@ -460,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.set_defaults(handler=_cmd_predict)
     add_arrive_by_parser(commands, [common])
     add_matrix_parser(commands, common)
+    add_serve_parser(commands, common)
 
     update = commands.add_parser(
         "update",

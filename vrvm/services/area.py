@@ -191,7 +191,7 @@ class ServiceArea:
         rows = np.full(lat.shape, -1, dtype=np.int64)
         ok = np.isfinite(lat) & np.isfinite(lon)
         cells = latlng_to_zone(lat[ok], lon[ok], self.resolution)
-        rows[ok] = pd.Index(self.grid["zone"]).get_indexer(cells)
+        rows[ok] = self._zone_ids.get_indexer(cells)
         return rows
 
     @cached_property
@@ -260,10 +260,14 @@ class ServiceArea:
             max_rings=max_rings,
         )
 
-    @property
+    @cached_property
     def zone_index(self) -> dict[str, int]:
-        """Zone id -> row position in ``grid``."""
+        """Zone id -> row position in ``grid`` (built once: the grid never changes)."""
         return {z: i for i, z in enumerate(self.grid["zone"])}
+
+    @cached_property
+    def _zone_ids(self) -> pd.Index:
+        return pd.Index(self.grid["zone"])
 
     def zone_row(self, zone: str | None) -> int | None:
         """Row of ``zone`` in ``grid``, or None when it is not one of the zones."""

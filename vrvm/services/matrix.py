@@ -36,6 +36,12 @@ import pandas as pd
 from vrvm.engine._blas import in_threads
 from vrvm.services._format import format_number
 from vrvm.services.area import ServiceArea
+from vrvm.services.summaries import (
+    INDEX_SUMMARY_COLUMNS,
+    SUPPORT_COLUMNS,
+    summary_columns,
+    trip_summaries,
+)
 from vrvm.trips.home import HOME_ENV, model_store
 from vrvm.trips.model import ProgressCallback, TravelTimeModel
 
@@ -280,36 +286,25 @@ def zone_points(area: ServiceArea, zones: Sequence[str]) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------ matrix
-def _checked_levels(values: Sequence[float], what: str, low: float, high: float) -> np.ndarray:
-    levels = np.asarray(list(values), dtype=np.float64).ravel()
-    bad = levels[~((levels > low) & (levels < high))]
-    if bad.size:
-        raise ValueError(f"{what} must lie strictly between {low:g} and {high:g}, got {bad[0]!r}")
-    return levels
-
-
-def matrix_columns(quantiles: Sequence[float] = (), thresholds_s: Sequence[float] = ()):
-    """The columns of a matrix: pair, mean, median, one per quantile and threshold.
+def matrix_columns(
+    quantiles: Sequence[float] = (),
+    thresholds_s: Sequence[float] = (),
+    *,
+    indices: bool = False,
+    support: bool = False,
+) -> list[str]:
+    """The columns of a matrix: the pair, then :func:`~vrvm.services.summaries.trip_summaries`'s.
 
     Examples
     --------
     >>> matrix_columns([0.9], [600])
     ['origin', 'destination', 'mean_s', 'median_s', 'q0.9_s', 'p_within_600s']
     """
-    names = [
-        "origin",
-        "destination",
-        "mean_s",
-        "median_s",
-        *(f"q{format_number(q)}_s" for q in _checked_levels(quantiles, "quantiles", 0, 1)),
-        *(
-            f"p_within_{format_number(t)}s"
-            for t in _checked_levels(thresholds_s, "thresholds", 0, np.inf)
-        ),
-    ]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ValueError(f"quantiles and thresholds must differ: {', '.join(twice)} twice")
+    names = ["origin", "destination", *summary_columns(quantiles, thresholds_s)]
+    if indices:
+        names.extend(INDEX_SUMMARY_COLUMNS)
+    if support:
+        names.extend(SUPPORT_COLUMNS)
     return names
 
 
@@ -336,33 +331,21 @@ def _pair_queries(
 class _Batch:
     """Predicts the pairs [start, stop) of a matrix (called by a worker thread)."""
 
-    def __init__(self, model, origins, destinations, departure, quantiles, thresholds_s):
+    def __init__(self, model, origins, destinations, departure, options: dict):
         self.model = model
         self.origins = origins
         self.destinations = destinations
         self.departure = departure
-        self.columns = matrix_columns(quantiles, thresholds_s)
-        self.quantiles = np.asarray(quantiles, dtype=np.float64)
-        self.thresholds = np.asarray(thresholds_s, dtype=np.float64)
-        # the median and the quantiles solved together, each distinct level once
-        self.levels, self.level_of = np.unique(np.r_[0.5, self.quantiles], return_inverse=True)
+        self.options = options
 
     def __call__(self, bounds: tuple[int, int]) -> pd.DataFrame:
         pairs = np.arange(*bounds, dtype=np.int64)
         i, j = np.divmod(pairs, len(self.destinations))
-        dist = self.model.predict_dist(
-            _pair_queries(self.origins, self.destinations, i, j, self.departure)
-        )
-        solved = dist.ppf(self.levels[:, None])[self.level_of]
-        values = [dist.mean(), *solved]
-        if self.thresholds.size:
-            values.extend(dist.cdf(self.thresholds[:, None]))
-        table = {
-            "origin": self.origins["label"].to_numpy()[i],
-            "destination": self.destinations["label"].to_numpy()[j],
-        }
-        table.update(zip(self.columns[2:], values, strict=True))
-        return pd.DataFrame(table)
+        queries = _pair_queries(self.origins, self.destinations, i, j, self.departure)
+        table = trip_summaries(self.model, queries, **self.options)
+        table.insert(0, "origin", self.origins["label"].to_numpy()[i])
+        table.insert(1, "destination", self.destinations["label"].to_numpy()[j])
+        return table
 
 
 def iter_matrix(
@@ -373,6 +356,8 @@ def iter_matrix(
     *,
     quantiles: Sequence[float] = (),
     thresholds_s: Sequence[float] = (),
+    indices: bool = False,
+    area: ServiceArea | None = None,
     batch_pairs: int | None = None,
     threads: int | None = None,
     progress: ProgressCallback | None = None,
@@ -393,6 +378,13 @@ def iter_matrix(
         Levels q in (0, 1) of the extra quantile columns ``q<q>_s``.
     thresholds_s : sequence of float, default=()
         Times t > 0 in seconds of the columns ``p_within_<t>s`` = P(T <= t).
+    indices : bool, default=False
+        Also each pair's free-flow time, 95th percentile and reliability indices
+        (:data:`~vrvm.services.summaries.INDEX_SUMMARY_COLUMNS`; about four times the
+        work: the night departures of every pair are predicted too).
+    area : ServiceArea, optional
+        With an area that indexes its training trips, also the training trips behind
+        each pair (:data:`~vrvm.services.summaries.SUPPORT_COLUMNS`).
     batch_pairs : int, optional
         Pairs per batch (per table yielded); default :data:`MATRIX_BATCH_PAIRS`.
     threads : int, optional
@@ -434,7 +426,14 @@ def iter_matrix(
         raise ValueError(f"departure must be a time, got {departure!r}")
     if stamp.tz is None:
         stamp = stamp.tz_localize(model.tz_, ambiguous=True, nonexistent="shift_forward")
-    predict = _Batch(model, origins, destinations, stamp, quantiles, thresholds_s)
+    matrix_columns(quantiles, thresholds_s)  # distinct columns, before any work
+    options = {
+        "quantiles": quantiles,
+        "thresholds_s": thresholds_s,
+        "indices": indices,
+        "area": area,
+    }
+    predict = _Batch(model, origins, destinations, stamp, options)
     total = len(origins) * len(destinations)
     bounds = ((s, min(s + batch_pairs, total)) for s in range(0, total, batch_pairs))
     started = time.perf_counter()
@@ -456,7 +455,10 @@ def matrix_frame(
     *,
     quantiles: Sequence[float] = (),
     thresholds_s: Sequence[float] = (),
+    indices: bool = False,
+    area: ServiceArea | None = None,
     max_pairs: int = DASHBOARD_MAX_PAIRS,
+    threads: int | None = None,
 ) -> pd.DataFrame:
     """The whole matrix as one table (:func:`iter_matrix`), for at most ``max_pairs``."""
     total = len(origins) * len(destinations)
@@ -473,6 +475,9 @@ def matrix_frame(
             departure,
             quantiles=quantiles,
             thresholds_s=thresholds_s,
+            indices=indices,
+            area=area,
+            threads=threads,
         )
     )
     return pd.concat(tables, ignore_index=True)

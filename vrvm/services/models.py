@@ -61,6 +61,7 @@ __all__ = [
     "strip_paths",
     "training_trip_table",
     "version_numbers",
+    "version_records",
     "version_state",
     "versions_table",
 ]
@@ -356,6 +357,47 @@ def store_versions_table(store: ModelStore) -> pd.DataFrame:
     for column in (crps, mae, coverage):
         frame[column] = frame[column].astype(float).round(3)
     return frame.sort_values("version", ascending=False).reset_index(drop=True)
+
+
+def version_records(home: Path) -> list[dict[str, Any]]:
+    """The data home's versions as plain records, newest first (for the HTTP API).
+
+    Each: ``version``, ``name``, ``active``, ``state``, ``created`` (ISO 8601, UTC),
+    ``kind``, ``parent``, ``trips``, ``members``, ``metrics`` (``crps_s``, ``mae_s``,
+    ``coverage_90`` when scored), ``synthetic`` and ``data`` (file names without their
+    folders), as :func:`store_versions_table` shows them.
+    """
+    store = model_store(home)
+    records = []
+    for v in sorted(store.versions(), key=lambda v: v.version, reverse=True):
+        info = v.info or {}
+        metrics = info.get("metrics") or {}
+        data = info.get("data", "")
+        n_trips = info.get("n_trips")
+        if isinstance(data, Mapping):
+            n_trips = data.get("n_trips", n_trips)
+            data = data.get("source", "")
+        records.append(
+            {
+                "version": v.version,
+                "name": _version_name(v.path, info),
+                "active": v.is_active,
+                "state": version_state(v),
+                "created": v.created.isoformat(),
+                "kind": info.get("kind", ""),
+                "parent": v.parent,
+                "trips": n_trips,
+                "members": info.get("n_members"),
+                "metrics": {
+                    k: float(metrics[k])
+                    for k in ("crps_s", "mae_s", "coverage_90")
+                    if isinstance(metrics.get(k), (int, float))
+                },
+                "synthetic": bool(info.get("synthetic", False)),
+                "data": strip_paths(str(data)),
+            }
+        )
+    return records
 
 
 def activate_version(home: Path, version: int) -> None:

@@ -20,6 +20,8 @@ reads a few row groups (the trips from the origin's zone and its neighbours).
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,6 +53,8 @@ __all__ = [
 THIN_TRIPS = 5
 """Support is thin when fewer training trips than this joined the two places' areas."""
 WINDOW_MIN = 60
+MEMO_TRIPS = 2_000_000
+"""Most trips :meth:`TripSupport.trips_from` remembers (about 32 bytes each)."""
 """Trips "at this time of day" departed within this many minutes of the departure."""
 _DAY_MIN = 24 * 60
 
@@ -119,24 +123,31 @@ class TripSupport:
         """``columns`` (and ``origin``) of the trips from zone rows ``rows`` (-1: no zone).
 
         Reads only those zones' trips, every column of the index at once, and
-        remembers them: one click asks about the same zones for the support counts and
-        the observed trips.
+        remembers the most recently asked zones' trips (up to :data:`MEMO_TRIPS` trips
+        in all, least recently used forgotten first): one click asks about the same
+        zones for the support counts and the observed trips, and a server answering
+        many trips from the same bases reads each base's trips once.
         """
         zones = tuple(sorted({int(r) for r in rows}))
-        last = self._last.get("answer")
-        if last is not None and last[0] == zones and set(columns) <= set(last[1]):
-            return last[1]
+        memo, lock = self._memo
+        with lock:
+            found = memo.get(zones)
+            if found is not None:
+                memo.move_to_end(zones)
+                return found
         found = self.index.trips_from(zones, self.index.columns)
-        self._last["answer"] = (zones, found)  # one assignment: safe across sessions
+        with lock:
+            memo[zones] = found
+            held = sum(len(next(iter(v.values()), ())) for v in memo.values())
+            while len(memo) > 1 and held > MEMO_TRIPS:
+                _, dropped = memo.popitem(last=False)
+                held -= len(next(iter(dropped.values()), ()))
         return found
 
     @property
-    def _last(self) -> dict:
-        memo = self.__dict__.get("_memo")
-        if memo is None:
-            memo = {}
-            object.__setattr__(self, "_memo", memo)
-        return memo
+    def _memo(self) -> tuple[OrderedDict, threading.Lock]:
+        # a frozen dataclass: its __dict__ gets the memo once (setdefault is atomic)
+        return self.__dict__.setdefault("_lru", (OrderedDict(), threading.Lock()))
 
 
 def minute_of_day(when, tz: str | None = None) -> float:

@@ -1,6 +1,7 @@
 """Settings read from the environment: how every ``VRVM_*`` number is read.
 
-The store's retention is here (``VRVM_KEEP_VERSIONS``); the data home is
+The store's retention is here (``VRVM_KEEP_VERSIONS``), and the HTTP API's token
+(``VRVM_API_TOKEN``); the data home is
 :func:`vrvm.trips.home.data_home` (``VRVM_HOME``), the demo model's size
 :func:`vrvm.services.demo.demo_settings` and the upload rows limit
 :func:`vrvm.services.uploads.max_upload_rows` (``VRVM_MAX_UPLOAD_ROWS``). All read their
@@ -13,9 +14,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = ["DEFAULT_KEEP_VERSIONS", "KEEP_VERSIONS_ENV", "env_int", "keep_versions"]
+__all__ = [
+    "API_TOKEN_ENV",
+    "DEFAULT_KEEP_VERSIONS",
+    "KEEP_VERSIONS_ENV",
+    "api_token",
+    "env_int",
+    "keep_versions",
+]
 
 KEEP_VERSIONS_ENV = "VRVM_KEEP_VERSIONS"
+API_TOKEN_ENV = "VRVM_API_TOKEN"
+"""The bearer token ``vrvm serve`` requires (unset or blank: none)."""
 DEFAULT_KEEP_VERSIONS = 30
 """Model versions a data home keeps besides the active one and those activated by hand
 (30 versions of a dashboard-sized model take about 10 MB)."""
@@ -62,3 +72,15 @@ def keep_versions(environ: Mapping[str, str] | None = None) -> int:
     """
     environ = os.environ if environ is None else environ
     return env_int(environ, KEEP_VERSIONS_ENV, DEFAULT_KEEP_VERSIONS)
+
+
+def api_token(environ: Mapping[str, str] | None = None) -> str | None:
+    """The HTTP API's bearer token from :data:`API_TOKEN_ENV`, None when unset or blank.
+
+    Examples
+    --------
+    >>> api_token({"VRVM_API_TOKEN": " s3cret "}), api_token({})
+    ('s3cret', None)
+    """
+    value = (os.environ if environ is None else environ).get(API_TOKEN_ENV, "").strip()
+    return value or None

@@ -1,0 +1,289 @@
+"""Matrix, maps, models, the token, CORS, model swaps and the real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from vrvm.services.coverage import coverage_grid
+from vrvm.services.live import LiveModel
+from vrvm.services.matrix import matrix_frame
+from vrvm.services.models import publish_model
+from vrvm.services.places import place_from_zone
+
+
+def _matrix_body(zones, m=3, n=4, **extra):
+    return {
+        "origins": [{"zone": z["zone"]} for z in zones[:m]],
+        "destinations": [{"zone": z["zone"]} for z in zones[:n]],
+        "depart": "2024-03-12T08:00:00",
+        "quantiles": [0.9],
+        "within_s": [900],
+        **extra,
+    }
+
+
+def test_matrix_in_every_layout_equals_the_service(client, zones, vrvm_home):
+    served = LiveModel(vrvm_home).current()
+    points = pd.DataFrame(
+        {
+            "label": [z["zone"] for z in zones[:4]],
+            "lat": [z["lat"] for z in zones[:4]],
+            "lon": [z["lon"] for z in zones[:4]],
+        }
+    )
+    expected = matrix_frame(
+        served.model,
+        points.iloc[:3],
+        points,
+        pd.Timestamp("2024-03-12 08:00", tz="UTC"),
+        quantiles=[0.9],
+        thresholds_s=[900],
+    )
+    long = client.post("/v1/matrix", json=_matrix_body(zones)).json()
+    pairs = pd.DataFrame(long["pairs"])
+    assert len(pairs) == 12 and list(pairs["origin"][:4]) == [zones[0]["zone"]] * 4
+    assert pairs["q0.9_s"].to_numpy() == pytest.approx(expected["q0.9_s"].to_numpy(), rel=1e-9)
+    nested = client.post("/v1/matrix", json=_matrix_body(zones, layout="nested")).json()
+    assert nested["values"]["median_s"][2][3] == pytest.approx(
+        expected["median_s"].iloc[11], rel=1e-9
+    )
+    assert nested["destinations"] == [z["zone"] for z in zones[:4]]
+    csv = client.post("/v1/matrix", json=_matrix_body(zones), headers={"accept": "text/csv"})
+    assert csv.headers["content-type"].startswith("text/csv")
+    assert pd.read_csv(io.StringIO(csv.text))["p_within_900s"].to_numpy() == pytest.approx(
+        expected["p_within_900s"].to_numpy(), abs=1e-12
+    )
+    parquet = client.post(
+        "/v1/matrix", json=_matrix_body(zones), headers={"accept": "application/vnd.apache.parquet"}
+    )
+    table = pq.read_table(io.BytesIO(parquet.content)).to_pandas()
+    assert table["mean_s"].to_numpy() == pytest.approx(expected["mean_s"].to_numpy(), rel=1e-12)
+    with_all = client.post(
+        "/v1/matrix", json=_matrix_body(zones, indices=True, support=True)
+    ).json()
+    assert {"misery_index", "support_trips", "thin"} <= set(with_all["pairs"][0])
+
+
+def test_matrix_pairs_are_limited(make_client, zones):
+    small = make_client(max_pairs=10)
+    answer = small.post("/v1/matrix", json=_matrix_body(zones))
+    assert answer.status_code == 422 and "limit of 10" in answer.json()["detail"][0]["msg"]
+
+
+def test_reach_isochrone_and_coverage_are_geojson(client, zones, vrvm_home):
+    served = LiveModel(vrvm_home).current()
+    reach = client.get(
+        "/v1/reach",
+        params={"origin_zone": zones[0]["zone"], "within": 600, "depart": "2024-03-12T08:00:00"},
+    )
+    assert reach.status_code == 200 and reach.headers["content-type"] == "application/geo+json"
+    document = reach.json()
+    assert len(document["features"]) == len(served.area.grid)
+    place = place_from_zone(served.area, zones[0]["zone"])
+    grid = coverage_grid(
+        served.model, served.area, place, pd.Timestamp("2024-03-12 08:00", tz="UTC"), 10.0
+    )
+    by_zone = {f["properties"]["zone"]: f["properties"] for f in document["features"]}
+    some = grid.iloc[7]
+    assert by_zone[some["zone"]]["p_within_10min"] == pytest.approx(some["prob_within"], abs=1e-9)
+    assert document["model"]["version"] == 1
+    typed = client.get(
+        "/v1/reach", params={"origin": f"{zones[0]['lat']},{zones[0]['lon']}", "within": 600}
+    )
+    assert typed.status_code == 200
+    iso = client.get(
+        "/v1/isochrone",
+        params=[("origin_zone", zones[0]["zone"]), ("within", 900), ("p", 0.5), ("p", 0.9)],
+    )
+    assert iso.status_code == 200
+    assert [f["properties"]["p"] for f in iso.json()["features"]] == [0.5, 0.9]
+    cover = client.post(
+        "/v1/coverage",
+        json={
+            "bases": [
+                {"zone": zones[0]["zone"]},
+                {"name": "B", "lat": zones[3]["lat"], "lon": zones[3]["lon"]},
+            ],
+            "within_s": 480,
+            "depart": "2024-03-12T08:00:00",
+        },
+    )
+    assert cover.status_code == 200, cover.text
+    assert [f["properties"]["name"] for f in cover.json()["bases"]["features"]] == [
+        served.area.grid["label"].iloc[served.area.zone_index[zones[0]["zone"]]],
+        "B",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"within": 600}, "either origin=lat,lon or origin_zone=ID"),
+        ({"origin": "north", "within": 600}, "expected 'lat,lon'"),
+        ({"origin": "10,10", "within": 600}, "outside the service area"),
+        ({"origin_zone": "nope", "within": 600}, "not in the service area"),
+        ({"origin_zone": "nope", "within": -5}, "between 0 and one week"),
+    ],
+)
+def test_map_queries_refuse_bad_places(client, zones, params, words):
+    if params.get("within", 0) < 0:
+        params = {**params, "origin_zone": zones[0]["zone"]}
+    answer = client.get("/v1/reach", params=params)
+    assert answer.status_code == 422
+    assert words in answer.json()["detail"][0]["msg"]
+
+
+def test_models_and_zones(client, zones):
+    models = client.get("/v1/models").json()
+    assert models["serving"]["version"] == 1
+    (version,) = models["versions"]
+    assert version["active"] and version["synthetic"] and version["kind"] == "demo"
+    active = client.get("/v1/models/active").json()
+    assert active["n_members"] == 2 and "SYNTHETIC" in active["trained_on"]
+    assert active["zones"]["count"] == len(zones)
+
+
+def test_a_token_guards_every_endpoint_but_the_health_checks(make_client):
+    guarded = make_client(token="s3cret")
+    assert guarded.get("/healthz").status_code == 200
+    assert guarded.get("/readyz").status_code == 200
+    assert guarded.get("/v1/models").status_code == 401
+    wrong = guarded.get("/v1/models", headers={"Authorization": "Bearer s3cre"})
+    assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+    right = guarded.get("/v1/models", headers={"Authorization": "Bearer s3cret"})
+    assert right.status_code == 200
+
+
+def test_cors_is_off_unless_configured(make_client):
+    origin = {"Origin": "https://gis.example.org"}
+    closed = make_client().get("/v1/models", headers=origin)
+    assert "access-control-allow-origin" not in closed.headers
+    opened = make_client(cors_origins=("https://gis.example.org",)).get(
+        "/v1/models", headers=origin
+    )
+    assert opened.headers["access-control-allow-origin"] == "https://gis.example.org"
+
+
+def test_a_published_version_is_served_without_a_failed_request(client, zones, vrvm_home):
+    body = {
+        "trips": [
+            {
+                "origin": {"zone": zones[0]["zone"]},
+                "destination": {"zone": zones[4]["zone"]},
+                "depart": "2024-03-12T08:00:00",
+            }
+        ]
+    }
+    seen, failures = [], []
+    stop = threading.Event()
+
+    def ask():
+        while not stop.is_set():
+            answer = client.post("/v1/predict", json=body)
+            if answer.status_code != 200:
+                failures.append(answer.text)
+            else:
+                seen.append(answer.json()["model"]["version"])
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(0.3)
+        model = LiveModel(vrvm_home).current().model
+        version = publish_model(vrvm_home, model, metrics=None, info={"kind": "test", "parent": 1})
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not seen or seen[-1] != version):
+            time.sleep(0.05)
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert not failures
+    assert seen[0] == 1 and seen[-1] == version == 2
+    assert client.get("/readyz").json()["model"]["version"] == 2
+
+
+def test_an_empty_home_is_not_ready(make_client, tmp_path):
+    empty = make_client(home=tmp_path / "empty")
+    assert empty.get("/healthz").status_code == 200
+    assert empty.get("/readyz").status_code == 503
+    answer = empty.get("/v1/models")
+    assert answer.status_code == 503 and "no model" in answer.json()["detail"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_vrvm_serve_answers_on_127_0_0_1_with_two_workers(vrvm_home, zones):
+    port = _free_port()
+    env = {**os.environ, "VRVM_API_TOKEN": "t0ken"}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vrvm",
+            "serve",
+            "--home",
+            str(vrvm_home),
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):  # bounded: at most 120 s
+            if server.poll() is not None:
+                pytest.fail(server.stdout.read().decode())
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail("vrvm serve was not ready within 120 s")
+        headers = {"Authorization": "Bearer t0ken"}
+        body = {
+            "trips": [
+                {
+                    "origin": {"zone": zones[0]["zone"]},
+                    "destination": {"zone": zones[2]["zone"]},
+                    "depart": "2024-03-12T08:00:00",
+                }
+            ],
+            "within_s": [600],
+        }
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+            answers = [http.post("/v1/predict", json=body) for _ in range(4)]
+            assert all(a.status_code == 200 for a in answers)
+            assert len({a.json()["results"][0]["mean_s"] for a in answers}) == 1
+            assert http.get("/v1/models", headers={"Authorization": ""}).status_code == 401
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    log = server.stdout.read().decode()
+    assert "POST /v1/predict 200" in log and zones[0]["zone"] not in log  # no bodies logged

@@ -1,0 +1,227 @@
+"""POST /v1/predict and the batcher: answers equal the services', errors name the field."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vrvm.api.batching import TripBatcher
+from vrvm.services.indices import reliability_indices
+from vrvm.services.live import LiveModel
+from vrvm.services.summaries import trip_summaries
+from vrvm.services.support import origin_support
+
+
+def _trip(a, b, depart="2024-03-12T08:00:00"):
+    return {
+        "origin": {"zone": a["zone"]},
+        "destination": {"lat": b["lat"], "lon": b["lon"]},
+        "depart": depart,
+    }
+
+
+def test_health_and_readiness(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["model"]["version"] == 1
+    assert ready.json()["model"]["synthetic"] is True
+
+
+def test_predict_equals_the_services(client, zones, vrvm_home):
+    body = {
+        "trips": [_trip(zones[0], zones[5]), _trip(zones[3], zones[1], "2024-03-12T17:30:00")],
+        "quantiles": [0.5, 0.9],
+        "within_s": [600, 900],
+    }
+    answer = client.post("/v1/predict", json=body)
+    assert answer.status_code == 200, answer.text
+    document = answer.json()
+    assert document["model"]["version"] == 1 and document["time_zone"] == "UTC"
+    results = document["results"]
+    assert len(results) == 2
+
+    served = LiveModel(vrvm_home).current()
+    queries = pd.DataFrame(
+        {
+            "origin_lat": [zones[0]["lat"], zones[3]["lat"]],
+            "origin_lon": [zones[0]["lon"], zones[3]["lon"]],
+            "dest_lat": [zones[5]["lat"], zones[1]["lat"]],
+            "dest_lon": [zones[5]["lon"], zones[1]["lon"]],
+            "start_time": pd.to_datetime(["2024-03-12 08:00", "2024-03-12 17:30"]).tz_localize(
+                "UTC"
+            ),
+        }
+    )
+    dist = served.model.predict_dist(queries)
+    indices = reliability_indices(served.model, queries, dist)
+    for i, result in enumerate(results):
+        assert result["mean_s"] == pytest.approx(dist.mean()[i], rel=1e-9)
+        assert result["median_s"] == pytest.approx(dist.ppf(0.5)[i], rel=1e-9)
+        assert result["quantiles_s"]["0.9"] == pytest.approx(dist.ppf(0.9)[i], rel=1e-9)
+        assert result["prob_within"]["900"] == pytest.approx(dist.cdf(900.0)[i], abs=1e-12)
+        assert result["planning_time_index"] == pytest.approx(
+            indices["planning_time_index"].iloc[i], rel=1e-9
+        )
+        assert result["free_flow_s"] == pytest.approx(
+            60 * indices["free_flow_min"].iloc[i], rel=1e-9
+        )
+    # the support counts are the reach map's, from the origin's zone to the destination's
+    area = served.area
+    row = area.zone_index[zones[0]["zone"]]
+    counts = origin_support(area.support, row, 8 * 60.0)
+    expected = counts["support_trips"].iloc[area.zone_index[zones[5]["zone"]]]
+    assert results[0]["support"]["trips"] == expected
+    assert results[0]["support"]["thin"] == (expected < 5)
+    assert results[0]["origin_zone"] == zones[0]["zone"]
+    assert results[0]["destination_zone"] == zones[5]["zone"]
+
+
+def test_departures_with_an_offset_are_converted_to_the_models_zone(client, zones):
+    body = {"trips": [_trip(zones[0], zones[5], "2024-03-12T08:00:00-05:00")]}
+    result = client.post("/v1/predict", json=body).json()["results"][0]
+    assert result["depart"] == "2024-03-12T13:00:00+00:00"
+    same = client.post(
+        "/v1/predict", json={"trips": [_trip(zones[0], zones[5], "2024-03-12T13:00:00")]}
+    )
+    assert same.json()["results"][0]["mean_s"] == pytest.approx(result["mean_s"], rel=1e-12)
+    assert result["quantiles_s"] == {} and result["prob_within"] == {}
+
+
+def test_optional_parts_can_be_left_out(client, zones):
+    body = {"trips": [_trip(zones[0], zones[5])], "indices": False, "support": False}
+    result = client.post("/v1/predict", json=body).json()["results"][0]
+    assert result["planning_time_index"] is None and result["support"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "loc", "words"),
+    [
+        (
+            {"trips": [{"origin": {"lat": 95, "lon": 0}, "destination": {"zone": "x"}}]},
+            ["body", "trips", 0, "origin", "lat"],
+            "less than or equal to 90",
+        ),
+        ({"trips": []}, ["body", "trips"], "at least 1"),
+        (
+            {"trips": [{"origin": {"lat": 1}, "destination": {"zone": "x"}}]},
+            ["body", "trips", 0, "origin"],
+            "both lat and lon",
+        ),
+        (
+            {
+                "trips": [
+                    {"origin": {"zone": "x", "lat": 1, "lon": 2}, "destination": {"zone": "x"}}
+                ]
+            },
+            ["body", "trips", 0, "origin"],
+            "either lat and lon, or zone",
+        ),
+        (
+            {"trips": [{"origin": {"zone": "x"}, "destination": {"zone": "x"}}], "speed": 1},
+            ["body", "speed"],
+            "Extra inputs",
+        ),
+        (
+            {
+                "trips": [{"origin": {"zone": "x"}, "destination": {"zone": "x"}}],
+                "quantiles": [1.5],
+            },
+            ["body"],
+            "strictly between 0 and 1",
+        ),
+        (
+            {"trips": [{"origin": {"zone": "x"}, "destination": {"zone": "x"}, "depart": "soon"}]},
+            ["body", "trips", 0, "depart"],
+            "datetime",
+        ),
+    ],
+)
+def test_bad_requests_name_the_field_and_the_problem(client, body, loc, words):
+    answer = client.post("/v1/predict", json=body)
+    assert answer.status_code == 422
+    detail = answer.json()["detail"]
+    assert any(d["loc"][: len(loc)] == loc and words in d["msg"] for d in detail), detail
+    assert all("input" not in d for d in detail)  # coordinates are never echoed back
+
+
+def test_places_outside_the_zones_are_refused_naming_the_trip(client, zones):
+    body = {
+        "trips": [
+            _trip(zones[0], zones[1]),
+            {**_trip(zones[0], zones[1]), "destination": {"lat": 10.0, "lon": 10.0}},
+        ]
+    }
+    answer = client.post("/v1/predict", json=body)
+    assert answer.status_code == 422
+    (detail,) = answer.json()["detail"]
+    assert detail["loc"] == ["body", "trips", 1, "destination"]
+    assert "outside the service area" in detail["msg"] and "nearest zone" in detail["msg"]
+    unknown = {"trips": [{**_trip(zones[0], zones[1]), "origin": {"zone": "no-such-zone"}}]}
+    detail = client.post("/v1/predict", json=unknown).json()["detail"][0]
+    assert detail["loc"] == ["body", "trips", 0, "origin"] and "/v1/zones" in detail["msg"]
+
+
+def test_limits_on_trips_and_body_size(make_client, zones):
+    small = make_client(max_trips=2, max_body_bytes=2_000)
+    three = {"trips": [_trip(zones[0], zones[1])] * 3}
+    answer = small.post("/v1/predict", json=three)
+    assert answer.status_code == 422 and "limit of 2" in answer.json()["detail"][0]["msg"]
+    big = {"trips": [_trip(zones[0], zones[1])] * 40}
+    answer = small.post("/v1/predict", json=big)
+    assert answer.status_code == 413 and "2,000 bytes" in answer.json()["detail"]
+
+    def chunks():  # streamed without a Content-Length
+        for _ in range(10):
+            yield b" " * 500
+
+    answer = small.post(
+        "/v1/predict", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 413
+
+
+def test_the_batcher_answers_concurrent_requests_in_few_model_calls(vrvm_home, zones):
+    live = LiveModel(vrvm_home)
+    served = live.current()
+    grid = served.area.grid
+    rng = np.random.default_rng(0)
+    frames = []
+    for _ in range(12):
+        i, j = rng.integers(0, len(grid), 2)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "origin_lat": [grid["lat"].iloc[i]],
+                    "origin_lon": [grid["lon"].iloc[i]],
+                    "dest_lat": [grid["lat"].iloc[j]],
+                    "dest_lon": [grid["lon"].iloc[j]],
+                    "start_time": pd.DatetimeIndex([pd.Timestamp("2024-03-12 08:00", tz="UTC")]),
+                }
+            )
+        )
+
+    async def run():
+        batcher = TripBatcher(live)
+        await batcher.start()
+        try:
+            answers = await asyncio.gather(
+                *(batcher.answer(f, quantiles=[0.9], within_s=[600]) for f in frames)
+            )
+        finally:
+            await batcher.stop()
+        return answers, batcher.batches
+
+    answers, batches = asyncio.run(run())
+    assert batches < len(frames)  # gathered: the first batch, then all that waited
+    for frame, (used, table) in zip(frames, answers, strict=True):
+        assert used is served
+        alone = trip_summaries(
+            served.model, frame, quantiles=[0.9], thresholds_s=[600], indices=True, area=served.area
+        )
+        for column in ("mean_s", "median_s", "q0.9_s", "p_within_600s", "misery_index"):
+            assert table[column].to_numpy() == pytest.approx(alone[column].to_numpy(), rel=1e-9)
+        assert table["support_trips"].tolist() == alone["support_trips"].tolist()
