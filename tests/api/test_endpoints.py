@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import socket
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pandas as pd
@@ -279,6 +281,7 @@ def test_vrvm_serve_answers_on_127_0_0_1_with_two_workers(vrvm_home, zones):
             assert all(a.status_code == 200 for a in answers)
             assert len({a.json()["results"][0]["mean_s"] for a in answers}) == 1
             assert http.get("/v1/models", headers={"Authorization": ""}).status_code == 401
+        _run_the_documented_client(base, headers, zones, answers[0].json()["results"][0])
     finally:
         server.terminate()
         try:
@@ -287,3 +290,26 @@ def test_vrvm_serve_answers_on_127_0_0_1_with_two_workers(vrvm_home, zones):
             server.kill()
     log = server.stdout.read().decode()
     assert "POST /v1/predict 200" in log and zones[0]["zone"] not in log  # no bodies logged
+
+
+def _run_the_documented_client(base, headers, zones, expected):
+    """docs/api.md's Python client, as a reader would copy it, against the real server."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
+    client_code = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)[0]
+    namespace: dict = {}
+    exec(compile(client_code, "docs/api.md", "exec"), namespace)
+    namespace.update(BASE=base, HEADERS=headers)
+    trip = {
+        "origin": {"zone": zones[0]["zone"]},
+        "destination": {"zone": zones[2]["zone"]},
+        "depart": "2024-03-12T08:00:00",
+    }
+    (answer,) = namespace["predict"]([trip], within_s=[600])
+    assert answer["mean_s"] == pytest.approx(expected["mean_s"], rel=1e-12)
+    assert set(answer["quantiles_s"]) == {"0.5", "0.9"} and set(answer["prob_within"]) == {"600"}
+    with pytest.raises(ValueError, match=r"trips/0/origin/lat"):
+        namespace["predict"]([{**trip, "origin": {"lat": 91.0, "lon": 0.0}}])
+    points = [{"zone": z["zone"]} for z in zones[:3]]
+    table = namespace["matrix"](points, points[:2], "2024-03-12T08:00:00")
+    assert list(table.columns[:5]) == ["origin", "destination", "mean_s", "median_s", "q0.9_s"]
+    assert len(table) == 6 and table["q0.9_s"].gt(table["median_s"]).all()

@@ -141,3 +141,33 @@ def test_coverage_grid_with_indices(tiny_model, tiny_area, pair):
     ) in tips[7]
     _, plain_tips, _ = coverage_map(plain, "probability", 15)
     assert "planning time index" not in plain_tips[7]
+
+
+def test_the_free_flow_cache_gives_the_same_times_and_computes_each_once(
+    tiny_model, pair, monkeypatch
+):
+    origin, dest = pair
+    queries = pd.concat(
+        [
+            query_frame(origin, dest, pd.Timestamp("2024-03-12 08:00", tz="UTC")),
+            query_frame(dest, origin, pd.Timestamp("2024-03-12 17:00", tz="UTC")),
+            query_frame(origin, dest, pd.Timestamp("2024-03-13 08:00", tz="UTC")),
+        ],
+        ignore_index=True,
+    )
+    exact = indices.free_flow_seconds(tiny_model, queries)
+    cache = indices.FreeFlowCache(max_entries=2)
+    assert cache.free_flow(tiny_model, queries) == pytest.approx(exact, rel=1e-12)
+    assert len(cache) == 2  # at most max_entries kept, least recently used forgotten
+
+    asked = []
+    real = indices.free_flow_seconds
+    monkeypatch.setattr(
+        indices, "free_flow_seconds", lambda m, q: asked.append(len(q)) or real(m, q)
+    )
+    later = queries.iloc[[2, 1]].copy()  # the same trips at other hours of their days
+    later["start_time"] = later["start_time"] + pd.Timedelta(hours=2)
+    assert cache.free_flow(tiny_model, later) == pytest.approx(exact[[2, 1]], rel=1e-12)
+    assert asked == []  # both were kept: the hour does not change the free-flow time
+    table = indices.reliability_indices(tiny_model, queries, cache=cache)
+    assert table["free_flow_min"].to_numpy() == pytest.approx(exact / 60.0, rel=1e-12)

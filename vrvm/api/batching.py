@@ -61,6 +61,7 @@ def _answer(served: Served, jobs: list[_Job]) -> list[pd.DataFrame]:
         thresholds_s=within,
         indices=any(job.indices for job in jobs),
         area=served.area if any(job.support for job in jobs) else None,
+        free_flow=served.free_flow,
     )
     ends = np.cumsum([len(job.queries) for job in jobs])
     return [table.iloc[end - len(job.queries) : end] for job, end in zip(jobs, ends, strict=True)]

@@ -42,6 +42,8 @@ the 85th-percentile speed in low-volume periods).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +60,7 @@ __all__ = [
     "NIGHT_WINDOW",
     "RELIABILITY_INDICES",
     "SLOWEST_SHARE",
+    "FreeFlowCache",
     "ReliabilityIndices",
     "definitions",
     "free_flow_seconds",
@@ -170,6 +173,61 @@ def free_flow_seconds(model: TravelTimeModel, queries: pd.DataFrame) -> np.ndarr
     return pooled.ppf(FREE_FLOW_QUANTILE)
 
 
+class FreeFlowCache:
+    """Free-flow times already computed with one model, by trip and local day.
+
+    The free-flow time of a trip depends only on its two ends and its local day (the
+    night departures of that day), not on the hour it leaves: a server asked again
+    and again about the same bases reuses it. Keys are the ends rounded to 1e-6
+    degrees and the local date; at most ``max_entries`` are kept, least recently used
+    forgotten first. Use one cache per model.
+
+    Examples
+    --------
+    >>> cache = FreeFlowCache(max_entries=2)
+    >>> len(cache)
+    0
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self.max_entries = int(max_entries)
+        self._values: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def free_flow(self, model: TravelTimeModel, queries: pd.DataFrame) -> np.ndarray:
+        """:func:`free_flow_seconds` of each query, computing only the ones not kept."""
+        local = pd.DatetimeIndex(queries["start_time"])
+        if local.tz is not None:
+            local = local.tz_convert(model.tz_)
+        days = local.normalize().asi8
+        ends = np.round(
+            queries[["origin_lat", "origin_lon", "dest_lat", "dest_lon"]].to_numpy(float), 6
+        )
+        keys = [(*row, day) for row, day in zip(map(tuple, ends), days.tolist(), strict=True)]
+        out = np.empty(len(keys))
+        missing = []
+        with self._lock:
+            for i, key in enumerate(keys):
+                value = self._values.get(key)
+                if value is None:
+                    missing.append(i)
+                else:
+                    self._values.move_to_end(key)
+                    out[i] = value
+        if missing:
+            found = free_flow_seconds(model, queries.iloc[missing])
+            out[missing] = found
+            with self._lock:
+                for i, value in zip(missing, found.tolist(), strict=True):
+                    self._values[keys[i]] = value
+                while len(self._values) > self.max_entries:
+                    self._values.popitem(last=False)
+        return out
+
+
 def _variance_matched_lognormal(dist: MixtureDistribution) -> MixtureDistribution:
     """The mixture itself for Gaussian members; for log-t members the variance-matched
     log-normals (scale s sqrt(nu / (nu - 2)), infinite for nu <= 2), which is how
@@ -265,17 +323,25 @@ def indices_from(dist: MixtureDistribution, free_flow_s) -> pd.DataFrame:
 
 
 def reliability_indices(
-    model: TravelTimeModel, queries: pd.DataFrame, dist: MixtureDistribution | None = None
+    model: TravelTimeModel,
+    queries: pd.DataFrame,
+    dist: MixtureDistribution | None = None,
+    *,
+    cache: FreeFlowCache | None = None,
 ) -> pd.DataFrame:
     """Planning time, buffer and misery index of each query (see the module docstring).
 
     ``queries`` are model queries (``origin_lat``, ..., ``start_time``); ``dist`` their
-    predictive distribution if already computed (else predicted here). Returns
-    :func:`indices_from`'s columns, one row per query.
+    predictive distribution if already computed (else predicted here); ``cache`` keeps
+    the free-flow times of this model across calls. Returns :func:`indices_from`'s
+    columns, one row per query.
     """
     if dist is None:
         dist = model.predict_dist(queries)
-    return indices_from(dist, free_flow_seconds(model, queries))
+    free_flow = (
+        free_flow_seconds(model, queries) if cache is None else cache.free_flow(model, queries)
+    )
+    return indices_from(dist, free_flow)
 
 
 _MEANINGS = {

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from vrvm.services import area as area_svc
 from vrvm.services.area import ServiceArea
+from vrvm.services.indices import FreeFlowCache
 from vrvm.services.models import (
     active_model_path,
     heal_home,
@@ -62,6 +63,8 @@ class Served:
         Whether it was trained on the synthetic city.
     loaded_at : float
         ``time.time()`` when it was loaded.
+    free_flow : FreeFlowCache
+        This model's free-flow times, kept across requests.
     """
 
     version: int | None
@@ -70,6 +73,7 @@ class Served:
     name: str
     synthetic: bool
     loaded_at: float
+    free_flow: FreeFlowCache = field(default_factory=FreeFlowCache, repr=False)
 
     @property
     def tz(self) -> str:

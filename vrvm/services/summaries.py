@@ -27,7 +27,7 @@ import pandas as pd
 
 from vrvm.services._format import format_number
 from vrvm.services.area import ServiceArea
-from vrvm.services.indices import RELIABILITY_INDICES, reliability_indices
+from vrvm.services.indices import RELIABILITY_INDICES, FreeFlowCache, reliability_indices
 from vrvm.services.support import THIN_TRIPS, local_minutes, origin_support
 from vrvm.trips.model import TravelTimeModel
 
@@ -90,8 +90,10 @@ def summary_columns(quantiles: Sequence[float] = (), thresholds_s: Sequence[floa
     return names
 
 
-def trips_support(area: ServiceArea, model: TravelTimeModel, queries: pd.DataFrame) -> pd.DataFrame:
-    """Training trips behind each query's answer (columns :data:`SUPPORT_COLUMNS`).
+def trips_support(
+    area: ServiceArea, model: TravelTimeModel, queries: pd.DataFrame
+) -> dict[str, np.ndarray]:
+    """Training trips behind each query's answer (the arrays :data:`SUPPORT_COLUMNS`).
 
     ``support_trips`` counts the training trips from the origin's zone or a neighbour
     to the destination's zone or a neighbour (for polygons: between the two polygons),
@@ -109,16 +111,16 @@ def trips_support(area: ServiceArea, model: TravelTimeModel, queries: pd.DataFra
     minute = local_minutes(queries["start_time"], model.tz_)
     total = np.zeros(len(queries), dtype=np.int64)
     at_time = np.zeros(len(queries), dtype=np.int64)
-    known = (origin >= 0) & (dest >= 0)
-    keys = pd.DataFrame({"origin": origin[known], "minute": minute[known]})
-    for (row, when), positions in keys.groupby(["origin", "minute"], sort=False).indices.items():
-        where = np.flatnonzero(known)[positions]
+    known = np.flatnonzero((origin >= 0) & (dest >= 0))
+    groups = {}  # (origin row, minute) -> positions, one count over all zones each
+    keys = zip(origin[known].tolist(), minute[known].tolist(), strict=True)
+    for i, key in zip(known.tolist(), keys, strict=True):
+        groups.setdefault(key, []).append(i)
+    for (row, when), where in groups.items():
         counts = origin_support(support, int(row), float(when))
         total[where] = counts["support_trips"].to_numpy()[dest[where]]
         at_time[where] = counts["support_trips_at_time"].to_numpy()[dest[where]]
-    return pd.DataFrame(
-        {"support_trips": total, "support_trips_at_time": at_time, "thin": total < THIN_TRIPS}
-    )
+    return {"support_trips": total, "support_trips_at_time": at_time, "thin": total < THIN_TRIPS}
 
 
 def trip_summaries(
@@ -129,6 +131,7 @@ def trip_summaries(
     thresholds_s: Sequence[float] = (),
     indices: bool = False,
     area: ServiceArea | None = None,
+    free_flow: FreeFlowCache | None = None,
 ) -> pd.DataFrame:
     """Each query's travel-time summaries from its predictive distribution.
 
@@ -148,6 +151,8 @@ def trip_summaries(
         model call, for the night departures of each trip's day).
     area : ServiceArea, optional
         With an area that indexes its training trips, also :data:`SUPPORT_COLUMNS`.
+    free_flow : FreeFlowCache, optional
+        Free-flow times kept across calls with this model (a server's).
 
     Returns
     -------
@@ -176,15 +181,14 @@ def trip_summaries(
     values = [dist.mean(), *dist.ppf(levels[:, None])[level_of]]
     if t.size:
         values.extend(dist.cdf(t[:, None]))
-    table = pd.DataFrame(dict(zip(columns, values, strict=True)))
+    table = dict(zip(columns, values, strict=True))
     if indices:
-        found = reliability_indices(model, queries, dist)
+        found = reliability_indices(model, queries, dist, cache=free_flow)
         table["free_flow_s"] = 60.0 * found["free_flow_min"].to_numpy()
         table["p95_s"] = 60.0 * found["p95_min"].to_numpy()
         for name in RELIABILITY_INDICES:
             table[name] = found[name].to_numpy()
     if area is not None and area.support is not None and area.support.n_zones == len(area.grid):
-        found = trips_support(area, model, queries)
-        for name in SUPPORT_COLUMNS:
-            table[name] = found[name].to_numpy()
+        table.update(trips_support(area, model, queries))
+    table = pd.DataFrame(table)
     return table
