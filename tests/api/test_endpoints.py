@@ -313,3 +313,21 @@ def _run_the_documented_client(base, headers, zones, expected):
     table = namespace["matrix"](points, points[:2], "2024-03-12T08:00:00")
     assert list(table.columns[:5]) == ["origin", "destination", "mean_s", "median_s", "q0.9_s"]
     assert len(table) == 6 and table["q0.9_s"].gt(table["median_s"]).all()
+
+
+def test_the_interactive_docs_need_no_network(make_client):
+    client = make_client()
+    page = client.get("/docs")
+    assert page.status_code == 200 and "swagger-ui-bundle.js" in page.text
+    assert "https://" not in page.text and "http://" not in page.text  # no CDN: closed networks
+    for asset in re.findall(r'(?:src|href)="(/docs-assets/[^"]+)"', page.text):
+        assert client.get(asset).status_code == 200
+    assert len(re.findall(r'(?:src|href)="/docs-assets/', page.text)) == 3
+    assert "https://" not in client.get("/redoc").text.split("<body>")[0]
+    schema = client.get("/openapi.json").json()
+    assert {"/v1/predict", "/v1/matrix", "/v1/reach", "/v1/isochrone", "/v1/coverage"} <= set(
+        schema["paths"]
+    )
+    hidden = make_client(docs=False)
+    for path in ("/docs", "/redoc", "/openapi.json"):
+        assert hidden.get(path).status_code == 404

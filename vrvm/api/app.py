@@ -40,6 +40,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
 from vrvm._version import __version__
@@ -69,6 +70,7 @@ __all__ = ["SETTINGS_ENV", "ApiSettings", "app_from_environment", "create_app"]
 logger = logging.getLogger(__name__)
 
 GEOJSON = "application/geo+json"
+DOCS_ASSETS = "/docs-assets"
 PARQUET_TYPES = ("application/vnd.apache.parquet", "application/x-parquet", "application/parquet")
 
 
@@ -328,15 +330,18 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
             if own:
                 state["live"].stop()
 
-    app = FastAPI(
-        title="vrvm travel-time API",
-        version=__version__,
-        summary="Probabilistic travel times: distributions, not single numbers.",
-        lifespan=lifespan,
-        docs_url="/docs" if settings.docs else None,
-        redoc_url=None,
-        openapi_url="/openapi.json" if settings.docs else None,
-    )
+    about = {
+        "title": "vrvm travel-time API",
+        "version": __version__,
+        "summary": "Probabilistic travel times: distributions, not single numbers.",
+        "lifespan": lifespan,
+    }
+    if settings.docs:
+        # Swagger UI (/docs) and ReDoc (/redoc) with their files served by this server:
+        # FastAPI's own pages load them from a CDN, blank on a closed network
+        app = FastAPIOffline(docs_url="/docs", redoc_url="/redoc", static_url=DOCS_ASSETS, **about)
+    else:
+        app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, **about)
 
     def served() -> Served:
         return state["live"].current()

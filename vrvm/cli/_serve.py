@@ -99,7 +99,9 @@ def add_parser(commands, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         metavar="SECONDS",
         help="how often to look for a newly published model (1 s)",
     )
-    serve.add_argument("--no-docs", action="store_true", help="do not serve /docs and the schema")
+    serve.add_argument(
+        "--no-docs", action="store_true", help="do not serve /docs, /redoc and the schema"
+    )
     serve.set_defaults(handler=cmd_serve)
     return serve
 
