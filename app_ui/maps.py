@@ -345,6 +345,7 @@ def zone_arc_deck(
     data["origin"] = [html.escape(str(label)) for label in arcs["origin"]]
     data["destination"] = [html.escape(str(label)) for label in arcs["destination"]]
     data["weight"] = arcs["weight"].round(4)
+    data["arc_width"] = 1.0 + arcs["n"].clip(upper=8).to_numpy(float) / 2.0  # more, wider
     data["color"] = [list(map(int, c)) for c in colours]
     outline = _zone_outline(area)
     layer = pdk.Layer(
@@ -355,7 +356,7 @@ def zone_arc_deck(
         get_target_position="[dest_lon, dest_lat]",
         get_source_color="color",
         get_target_color="color",
-        get_width="1 + Math.min(n, 8) / 2",
+        get_width="arc_width",
         get_height=0.15,
         width_min_pixels=1,
         pickable=True,

@@ -103,9 +103,10 @@ def test_plan_page_sections_answer_in_the_browser(chromium, server):
 
 def test_an_analyst_signs_in_with_the_passphrase(chromium, vrvm_home, tmp_path):
     """On a server with an analyst passphrase, the Retrain page shows a viewer only the
-    sign-in form; the passphrase opens the trip store, and the audit log says who."""
+    sign-in form; the passphrase opens the trip store, and the audit log says who. The
+    viewer's relevance map in private mode (forced on the synthetic demo) draws."""
     OUTPUT.mkdir(exist_ok=True)
-    env = {"VRVM_ANALYST_PASSPHRASE": "correct horse battery staple"}
+    env = {"VRVM_ANALYST_PASSPHRASE": "correct horse battery staple", "VRVM_PRIVATE_MODE": "always"}
     server = streamlit_server(vrvm_home, tmp_path / "streamlit.log", timeout_s=30, env=env)
     try:
         url = server.__enter__()
@@ -116,6 +117,11 @@ def test_an_analyst_signs_in_with_the_passphrase(chromium, vrvm_home, tmp_path):
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(url + "/Relevance_vectors")
+                page.get_by_text("Private mode: training trips").wait_for(timeout=60_000)
+                page.locator("canvas").first.wait_for(timeout=30_000)
+                page.wait_for_timeout(1000)  # deck.gl parses the layers
+                assert page.get_by_text("Error").count() == 0  # deck.gl accepted the layers
                 page.goto(url + "/Retrain")
                 page.get_by_text("Analysts only").wait_for(timeout=60_000)
                 assert page.get_by_text("Trip store").count() == 0
