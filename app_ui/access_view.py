@@ -143,7 +143,7 @@ def sign_in_panel(access: Access, sign_in: SignInOptions) -> None:
     if sign_in.oidc and importlib.util.find_spec("authlib") is None:
         st.error(
             "OpenID Connect is configured in `.streamlit/secrets.toml`, but Authlib is not "
-            "installed: `pip install -e \".[auth]\"` (docs/security.md).",
+            'installed: `pip install -e ".[auth]"` (docs/security.md).',
             icon=":material/key_off:",
         )
     elif sign_in.oidc:
