@@ -208,6 +208,9 @@ def test_openid_connect_users_listed_as_analysts_sign_in(vrvm_home, monkeypatch)
     at.button(key="retrain_demo").click().run()
     entry = audit_log(vrvm_home).entries()[-1]
     assert (entry["who"], entry["how"]) == ("ana@city.gov", "oidc")
+    at.sidebar.button(key="access_sign_out").click().run()  # st.logout()
+    assert at.user == {"is_logged_in": False} and not analyst_keys(at)
+    assert audit_log(vrvm_home).entries()[-1]["action"] == "sign out"
 
     eve = _oidc_retrain({"is_logged_in": True, "email": "eve@example.com"})
     assert not analyst_keys(eve)
