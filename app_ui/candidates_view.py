@@ -140,6 +140,7 @@ def train_panel(key: str, ctx: ModelContext, *, n_stored: int) -> None:
                 active=ctx.model,
                 active_version=ctx.version,
                 progress=progress,
+                by=ctx.access,
             )
         except ValueError as exc:
             status.update(label="Training failed; the active model is unchanged", state="error")
@@ -228,7 +229,7 @@ def evaluation_panel(key: str, ctx: ModelContext) -> None:
             label += f" (hold-out CRPS {units.format_metric('crps_s', crps, 'min')})"
         if st.button(label, key=f"{key}_publish_{name}", type="primary"):
             try:
-                version = retrain.publish_candidate(ctx.home, result, name)
+                version = retrain.publish_candidate(ctx.home, result, name, by=ctx.access)
             except models.StoreConflictError as exc:
                 st.session_state.pop(f"{key}_result", None)  # scored against an old model
                 st.error(plain_markdown(exc) + " Train the candidates again.")

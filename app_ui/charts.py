@@ -141,8 +141,11 @@ def profile_figure(
     departure_hour: float,
     rings: int = 0,
     synthetic: bool = False,
+    summary: pd.DataFrame | None = None,
 ) -> go.Figure:
-    """Fan chart of the quantiles over the day, observed trips of the zone pair on top."""
+    """Fan chart of the quantiles over the day, observed trips of the zone pair on top:
+    as dots, or (private mode) as ``summary``'s medians and quartiles per time-of-day bin
+    (:func:`vrvm.services.privacy.observed_summary`)."""
     fig = go.Figure()
     bands = (
         ("q05", "q95", 0.12, "90 % band"),
@@ -199,6 +202,29 @@ def profile_figure(
                 },
                 name=f"observed training trips ({where})",
                 hovertemplate="%{x:.2f} h: %{y:.1f} min observed<extra></extra>",
+            )
+        )
+    if summary is not None and len(summary):
+        where = "this zone pair" if rings == 0 else f"zones within {rings} ring(s) of the pair"
+        fig.add_trace(
+            go.Scatter(
+                x=summary["hour"],
+                y=summary["median"],
+                mode="markers",
+                marker={"color": DEST, "size": 11, "symbol": "square"},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": summary["q75"] - summary["median"],
+                    "arrayminus": summary["median"] - summary["q25"],
+                    "color": DEST,
+                    "thickness": 2,
+                },
+                customdata=summary[["n", "hour_from", "hour_to", "q25", "q75"]].to_numpy(),
+                name=f"observed trips, median and quartiles ({where})",
+                hovertemplate="%{customdata[0]} trips from %{customdata[1]}:00 to "
+                "%{customdata[2]}:00: median %{y:.0f} min, quartiles %{customdata[3]:.0f}-"
+                "%{customdata[4]:.0f} min<extra></extra>",
             )
         )
     fig.add_vline(x=departure_hour, line={"color": "#444", "dash": "dot", "width": 1.5})

@@ -12,7 +12,10 @@ whatever the number of trips, and an answer reads the trips of a few zones. Once
 process the data home is healed (:func:`vrvm.services.models.heal_home`: what a killed
 writer left is finished or rolled back, and logged). A data home that cannot be written
 (or a file where it should be) is said in one ``st.error``, naming the path, why and
-what to do, and the page stops there, without a traceback.
+what to do, and the page stops there, without a traceback. The context also says who
+is using the page (:class:`~vrvm.services.access.Access`) and whether its trips are shown
+in private mode (:class:`~vrvm.services.privacy.PrivacyView`), with an analyst's switch
+to the raw views in the sidebar.
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from app_ui import sidebar
+from app_ui import access_view, sidebar
 from vrvm import ModelFormatError, TravelTimeModel, ZoneFile
 from vrvm.services import area as area_svc
-from vrvm.services import demo, models
+from vrvm.services import demo, models, privacy
+from vrvm.services.access import Access
 from vrvm.services.area import ServiceArea
 from vrvm.services.models import TripTable
+from vrvm.services.privacy import PrivacyView
 from vrvm.services.progress import TimeLeft
 from vrvm.services.text import plain_markdown
 
@@ -37,7 +42,8 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ModelContext:
-    """What the pages need: the active model, its zones and its training trips."""
+    """What the pages need: the active model, its zones and its training trips; who is
+    looking, and whether trips are shown in private mode."""
 
     home: Path
     version: int
@@ -45,6 +51,8 @@ class ModelContext:
     area: ServiceArea
     trips: TripTable | None
     synthetic: bool
+    access: Access
+    privacy: PrivacyView
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -168,9 +176,13 @@ def _storage_message(exc: OSError) -> str:
     return f"cannot write {where}: {reason}; {demo.home_advice(exc)}"
 
 
-def _model_problem(home: Path, exc: Exception) -> None:
-    """The store's active pointer or model is damaged: say so and offer the versions."""
+def _model_problem(home: Path, exc: Exception, access: Access) -> None:
+    """The store's active pointer or model is damaged: say so and offer an analyst the
+    versions."""
     st.error(f"The active model cannot be loaded: {plain_markdown(exc)}")
+    if not access.may("activate"):
+        st.info("An analyst can activate another version on the Retrain & publish page.")
+        st.stop()
     try:
         versions = models.version_numbers(home)
     except OSError:
@@ -179,7 +191,7 @@ def _model_problem(home: Path, exc: Exception) -> None:
         choice = st.selectbox("Activate another version", versions[::-1], key="ctx_repair")
         if st.button("Activate", key="ctx_repair_go"):
             try:
-                models.activate_version(home, int(choice))
+                models.activate_version(home, int(choice), by=access)
             except models.StoreBusyError as busy:
                 st.error(plain_markdown(busy))
                 st.stop()
@@ -192,6 +204,7 @@ def _model_problem(home: Path, exc: Exception) -> None:
 def get_context() -> ModelContext:
     """The active model and its zones, training the demo model on first start."""
     home = models.data_home()
+    access = access_view.current()
     try:
         demo.prepare_home(home)
         _healed(str(home))
@@ -208,15 +221,25 @@ def get_context() -> ModelContext:
         _storage_problem(exc)
         raise  # unreachable: st.stop() ends the run
     except (ModelFormatError, ValueError) as exc:
-        _model_problem(home, exc)
+        _model_problem(home, exc, access)
         raise  # unreachable: st.stop() ends the run
+    synthetic = models.is_synthetic(model)
+    try:
+        view = privacy.privacy_view(synthetic=synthetic, access=access)
+    except ValueError as exc:  # VRVM_PRIVATE_MODE or VRVM_PRIVATE_MIN_TRIPS
+        access_view.settings_error(exc)
+        raise  # unreachable: st.stop() ends the run
+    if view.can_switch and access_view.raw_switch(True):
+        view = privacy.privacy_view(synthetic=synthetic, access=access, raw=True)
     return ModelContext(
         home=home,
         version=version,
         model=model,
         area=area,
         trips=trips,
-        synthetic=models.is_synthetic(model),
+        synthetic=synthetic,
+        access=access,
+        privacy=view,
     )
 
 
@@ -236,3 +259,14 @@ def page_header(title: str, ctx: ModelContext) -> None:
     st.title(title)
     st.caption(plain_markdown(models.model_caption(ctx.version, ctx.model)))
     synthetic_banner(ctx)
+
+
+def privacy_note(ctx: ModelContext) -> None:
+    """Under a view of training trips: that they are shown in private mode (or raw)."""
+    if ctx.privacy.private:
+        st.caption(":material/shield_person: " + ctx.privacy.sentence())
+    elif ctx.privacy.can_switch:
+        st.caption(
+            ":material/visibility: Individual trips are shown (analyst view); viewers see "
+            "aggregates only."
+        )

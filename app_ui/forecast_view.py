@@ -6,8 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from app_ui import charts, indices_view
-from app_ui.context import ModelContext
-from vrvm.services import forecast
+from app_ui.context import ModelContext, privacy_note
+from vrvm.services import forecast, privacy
 from vrvm.services.places import ODState
 from vrvm.services.text import plain_markdown
 
@@ -47,6 +47,10 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         area=ctx.area,
     )
     observed, rings = answer.observed, answer.observed_rings
+    summary = None
+    if ctx.privacy.private:  # counts and quartiles of >= k trips; no trip reaches the page
+        summary = privacy.observed_summary(observed, ctx.privacy.min_trips)
+        n_observed, observed = len(observed), observed.iloc[0:0]
     result = answer.forecast
     eighty = result.intervals.set_index("level").loc[0.8]
     cols = st.columns(4)
@@ -102,6 +106,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
             departure_hour=local.hour + local.minute / 60.0,
             rings=rings,
             synthetic=ctx.synthetic,
+            summary=summary,
         ),
         key=f"{key}_profile",
         width="stretch",
@@ -111,13 +116,26 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         f"Departures through {local:%A %d %b} ({weekday}), every 15 minutes; bands hold 50, 80 "
         "and 90 % of trips."
     )
-    if len(observed):
+    k = ctx.privacy.min_trips
+    if summary is not None and len(summary):
+        note += (
+            f" Boxes: the {int(summary['n'].sum())} observed training trips (all days) of "
+            f"this pair per {privacy.OBSERVED_BIN_HOURS} hours of the day, median and "
+            f"quartiles, where at least {k} trips fell."
+        )
+    elif summary is not None and n_observed:
+        note += (
+            f" Fewer than {k} observed training trips for this pair: in private mode "
+            "they are not shown."
+        )
+    elif len(observed):
         note += f" Dots: {len(observed)} observed training trips (all days) for this pair."
     elif ctx.trips is None:
         note += " The training trips of this model were not kept, so none are overlaid."
     else:
         note += " No training trip joins these two zones."
     st.caption(note)
+    privacy_note(ctx)
 
 
 def show_quantiles(key: str, quantiles: pd.DataFrame) -> None:

@@ -332,6 +332,45 @@ def arc_deck(
     return _deck(layers, area.view, basemap=basemap, tooltip=tooltip, pitch=35)
 
 
+def zone_arc_deck(
+    arcs: pd.DataFrame,
+    colours,
+    area: ServiceArea,
+    *,
+    basemap: bool = False,
+) -> pdk.Deck:
+    """Relevance vectors counted per zone pair, as arcs between the zones' centres
+    (private mode: :func:`vrvm.services.privacy.relevance_arcs`)."""
+    data = arcs[["origin_lat", "origin_lon", "dest_lat", "dest_lon", "n", "hours"]].copy()
+    data["origin"] = [html.escape(str(label)) for label in arcs["origin"]]
+    data["destination"] = [html.escape(str(label)) for label in arcs["destination"]]
+    data["weight"] = arcs["weight"].round(4)
+    data["arc_width"] = 1.0 + arcs["n"].clip(upper=8).to_numpy(float) / 2.0  # more, wider
+    data["color"] = [list(map(int, c)) for c in colours]
+    outline = _zone_outline(area)
+    layer = pdk.Layer(
+        "ArcLayer",
+        data,
+        id="relevance-zone-arcs",
+        get_source_position="[origin_lon, origin_lat]",
+        get_target_position="[dest_lon, dest_lat]",
+        get_source_color="color",
+        get_target_color="color",
+        get_width="arc_width",
+        get_height=0.15,
+        width_min_pixels=1,
+        pickable=True,
+        auto_highlight=True,
+    )
+    tooltip = {
+        "html": "<b>{n} relevance vector(s)</b> from {origin}<br/>to {destination}"
+        "<br/>departing {hours}; summed |weight| {weight}",
+        "style": TOOLTIP_STYLE,
+    }
+    layers = [outline, *boundary_layers(area.boundaries), layer]
+    return _deck(layers, area.view, basemap=basemap, tooltip=tooltip, pitch=35)
+
+
 def legend_html(legend: list[tuple[str, str]], title: str) -> str:
     """A colour legend as HTML; labels are escaped.
 

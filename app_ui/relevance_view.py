@@ -1,5 +1,10 @@
 """Relevance vectors: the training trips the ensemble kept, as arcs, curves and a table.
 
+In private mode (``ctx.privacy``) the trips never reach the page: arcs join the centres
+of the zones their ends lie in, counted per zone pair, and the table and its download
+name zones, weekday or weekend and the hour instead of coordinates and start times
+(:mod:`vrvm.services.privacy`).
+
 State keys: ``{key}_members``, ``{key}_hours``, ``{key}_color``.
 """
 
@@ -8,9 +13,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_ui import charts, maps
-from app_ui.context import ModelContext
+from app_ui.context import ModelContext, privacy_note
 from app_ui.sidebar import basemap_enabled
-from vrvm.services import relevance
+from vrvm.services import privacy, relevance
 
 COLOR_LABELS = {"weight": "|weight|", "width": "kernel width"}
 
@@ -63,21 +68,31 @@ def show(key: str, ctx: ModelContext) -> None:
         stats[3].metric("Noise (median member)", f"{members_frame['noise_std'].median():.0f} s")
     st.caption(relevance.noise_sentence(ctx.model))
 
-    st.pydeck_chart(
-        maps.arc_deck(chosen, colours, ctx.area, basemap=basemap_enabled()),
-        key=f"{key}_map",
-        height=520,
-    )
+    private = ctx.privacy.private
+    if private:
+        arcs = privacy.relevance_arcs(chosen, ctx.area)
+        colours, legend = relevance.relevance_colors(arcs, by=colour_by or "weight")
+        deck = maps.zone_arc_deck(arcs, colours, ctx.area, basemap=basemap_enabled())
+    else:
+        deck = maps.arc_deck(chosen, colours, ctx.area, basemap=basemap_enabled())
+    st.pydeck_chart(deck, key=f"{key}_map", height=520)
     st.markdown(
         maps.legend_html(legend, f"Arc colour: {COLOR_LABELS[colour_by or 'weight']}"),
         unsafe_allow_html=True,
     )
+    what = (
+        "Each arc joins the centres of two zones and stands for the relevance vectors "
+        "(training trips whose kernel columns kept a non-zero weight) between them"
+        if private
+        else "Each arc is a training trip that became a relevance vector: its kernel columns "
+        "kept a non-zero weight"
+    )
     st.caption(
-        "Each arc is a training trip that became a relevance vector: its kernel columns kept "
-        "a non-zero weight. |weight| sums the absolute posterior mean weights of the trip's "
-        "columns (log-seconds); the width is that of its strongest column."
+        f"{what}. |weight| sums the absolute posterior mean weights of the trips' columns "
+        "(log-seconds); the width is that of the strongest column."
         + (" Synthetic data." if ctx.synthetic else "")
     )
+    privacy_note(ctx)
 
     left, right = st.columns([3, 2])
     with left:
@@ -92,13 +107,18 @@ def show(key: str, ctx: ModelContext) -> None:
         )
 
     st.markdown("**Relevance-vector trips**")
-    shown = chosen.drop(columns=["travel_time_s"]).copy()
-    shown["start_time"] = shown["start_time"].astype(str)
+    if private:
+        shown = privacy.private_relevance_table(chosen, ctx.area)
+        download = shown
+    else:
+        shown = chosen.drop(columns=["travel_time_s"]).copy()
+        shown["start_time"] = shown["start_time"].astype(str)
+        download = chosen
     st.dataframe(shown.round(4), hide_index=True, height=300, key=f"{key}_table", width="stretch")
     st.download_button(
         "Download CSV",
-        chosen.to_csv(index=False).encode("utf-8"),
-        file_name=f"relevance_vectors_v{ctx.version}.csv",
+        download.to_csv(index=False).encode("utf-8"),
+        file_name=f"relevance_vectors_v{ctx.version}{'_zones' if private else ''}.csv",
         mime="text/csv",
         key=f"{key}_csv",
     )

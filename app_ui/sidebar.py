@@ -8,7 +8,8 @@ until it is removed; ``settings_boundary_seen`` holds the last upload handled (a
 error, if it was refused) so a rerun does not save it again. The map's clickable zones
 are the hexagons of the training trips or the polygons of a kept zone file
 (``settings_zone_choice``), a choice also kept in the data home
-(:func:`vrvm.services.area.set_zone_choice`).
+(:func:`vrvm.services.area.set_zone_choice`). Uploading, choosing and removing zone
+files changes the map for everyone: analysts only (viewers see which file is drawn).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import hashlib
 
 import streamlit as st
 
+from app_ui import access_view
 from vrvm.services import area as area_svc
 from vrvm.services import boundaries as boundaries_svc
 from vrvm.services import models
+from vrvm.services.access import Access
 from vrvm.services.text import plain_markdown
 
 SETTINGS_BASEMAP = "settings_basemap"
@@ -36,8 +39,9 @@ PAGES = (
 )
 
 
-def page_setup(title: str) -> None:
-    """Page configuration, navigation and map settings: the first call of every page.
+def page_setup(title: str) -> Access:
+    """Page configuration, navigation, who is signed in and map settings: the first call
+    of every page; returns the session's access.
 
     The pages live in ``pages/`` (Streamlit's multipage layout, so a link to any page
     works on a fresh server); the sidebar navigation is drawn here, with readable
@@ -50,7 +54,11 @@ def page_setup(title: str) -> None:
         for path, label, icon in PAGES:
             st.page_link(path, label=label, icon=icon)
         st.divider()
-    map_settings()
+    sign_in = access_view.options()
+    access = access_view.current(sign_in)
+    access_view.sidebar_status(access, sign_in)
+    map_settings(access)
+    return access
 
 
 def basemap_enabled() -> bool:
@@ -80,18 +88,18 @@ def _keep(widget_key: str, key: str) -> None:
     st.session_state[key] = st.session_state[widget_key]
 
 
-def _show(widget_key: str) -> None:
+def _show(widget_key: str, access: Access) -> None:
     choice = st.session_state[widget_key]
     name = None if choice == NO_BOUNDARIES else choice
-    boundaries_svc.show_boundaries(models.data_home(), name)
+    boundaries_svc.show_boundaries(models.data_home(), name, by=access)
 
 
-def _choose_zones(widget_key: str) -> None:
+def _choose_zones(widget_key: str, access: Access) -> None:
     choice = st.session_state[widget_key]
-    area_svc.set_zone_choice(models.data_home(), None if choice == HEXAGONS else choice)
+    area_svc.set_zone_choice(models.data_home(), None if choice == HEXAGONS else choice, by=access)
 
 
-def zone_choice_control(saved) -> None:
+def zone_choice_control(saved, access: Access) -> None:
     """Which zones the map's clicks pick: the trips' hexagons or a kept zone file's polygons."""
     chosen = area_svc.zone_choice(models.data_home())
     # the widget shows what the home says (another session may have changed it)
@@ -101,25 +109,25 @@ def zone_choice_control(saved) -> None:
         [HEXAGONS, *(entry.name for entry in saved)],
         key=SETTINGS_ZONE_CHOICE,
         on_change=_choose_zones,
-        args=(SETTINGS_ZONE_CHOICE,),
+        args=(SETTINGS_ZONE_CHOICE, access),
         help="Pick origins and destinations by hexagon, or by the polygons of a kept zone "
         "file (taxi zones, community areas): those holding training trip ends can be "
         "clicked, the reach map colours them and its downloads carry them.",
     )
 
 
-def _remove(name: str) -> None:
-    boundaries_svc.remove_boundaries(models.data_home(), name)
+def _remove(name: str, access: Access) -> None:
+    boundaries_svc.remove_boundaries(models.data_home(), name, by=access)
 
 
-def _save_upload(upload) -> None:
+def _save_upload(upload, access: Access) -> None:
     """Keep a new upload in the data home (once per upload), or remember why not."""
     data = upload.getvalue()
     seen = (getattr(upload, "file_id", ""), hashlib.sha256(data).hexdigest())
     previous = st.session_state.get(SETTINGS_BOUNDARY_SEEN)
     if previous is None or previous[0] != seen:
         try:
-            boundaries_svc.save_boundaries(models.data_home(), data, upload.name)
+            boundaries_svc.save_boundaries(models.data_home(), data, upload.name, by=access)
             error = None
         except ValueError as exc:
             error = str(exc)
@@ -129,8 +137,9 @@ def _save_upload(upload) -> None:
         st.error(plain_markdown(error))
 
 
-def map_settings() -> None:
-    """Basemap toggle and boundary polygons: upload (kept in the data home), choose, remove."""
+def map_settings(access: Access) -> None:
+    """Basemap toggle and boundary polygons: upload (kept in the data home), choose, remove
+    (an analyst; a viewer sees which boundaries are drawn)."""
     with st.sidebar:
         st.subheader("Map settings")
         st.toggle(
@@ -142,6 +151,11 @@ def map_settings() -> None:
             help="Off by default so the app works offline; the zones and boundaries are "
             "drawn without it.",
         )
+        if not access.may("zones"):
+            shown = boundaries_svc.shown_boundaries(models.data_home())
+            if shown is not None:
+                st.caption(plain_markdown(boundaries_svc.describe_boundaries(shown)))
+            return
         upload = st.file_uploader(
             "Boundary polygons (GeoJSON)",
             type=["geojson", "json"],
@@ -151,12 +165,12 @@ def map_settings() -> None:
             "polygons are drawn under the zones. Kept in the data home until removed.",
         )
         if upload is not None:
-            _save_upload(upload)
+            _save_upload(upload, access)
         home = models.data_home()
         saved = boundaries_svc.saved_boundaries(home)
         if not saved:
             return
-        zone_choice_control(saved)
+        zone_choice_control(saved, access)
         shown = boundaries_svc.shown_boundaries(home)
         options = [NO_BOUNDARIES, *(entry.name for entry in saved)]
         # the widget shows what the home says (another session may have changed it)
@@ -166,7 +180,7 @@ def map_settings() -> None:
             options,
             key="settings_boundary_choice",
             on_change=_show,
-            args=("settings_boundary_choice",),
+            args=("settings_boundary_choice", access),
         )
         if shown is not None:
             st.caption(plain_markdown(boundaries_svc.describe_boundaries(shown)))
@@ -178,6 +192,6 @@ def map_settings() -> None:
                 "Remove boundaries",
                 key="settings_boundary_remove",
                 on_click=_remove,
-                args=(shown.name,),
+                args=(shown.name, access),
                 help="Delete this boundary file from the data home.",
             )

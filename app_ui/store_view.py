@@ -1,8 +1,10 @@
 """The trip store: what it holds, adding the synthetic demo trips, deleting every trip.
 
 State keys (prefixed with the component's ``key``): ``{key}_parts`` (the batches
-table), ``{key}_demo`` and ``{key}_clear`` (buttons). Messages for the next run go to
-:func:`app_ui.messages.say`.
+table), ``{key}_demo`` and ``{key}_clear`` (buttons), ``{key}_clear_confirm`` (the box
+that must be ticked before deleting). Messages for the next run go to
+:func:`app_ui.messages.say`. Every change is made as the signed-in analyst
+(``ctx.access``), who the audit log records.
 """
 
 from __future__ import annotations
@@ -44,11 +46,18 @@ def show(key: str, ctx: ModelContext) -> int:
             key=f"{key}_demo",
             help="To try the flow without data of your own (labelled synthetic).",
         ):
-            messages.say(store_admin.add_demo_trips(ctx.home))
+            messages.say(store_admin.add_demo_trips(ctx.home, by=ctx.access))
             st.rerun()
     with right, st.popover("Clear the store…", disabled=summary.n_trips == 0):
         st.write(f"Delete all {summary.n_trips:,} stored trips? Models are not affected.")
-        if st.button("Delete all stored trips", key=f"{key}_clear", type="primary"):
-            messages.say(store_admin.clear_trips(ctx.home))
+        sure = st.checkbox(
+            f"Yes, delete all {summary.n_trips:,} trips: this cannot be undone",
+            key=f"{key}_clear_confirm",
+        )
+        if st.button(
+            "Delete all stored trips", key=f"{key}_clear", type="primary", disabled=not sure
+        ):
+            messages.say(store_admin.clear_trips(ctx.home, by=ctx.access))
+            st.session_state.pop(f"{key}_clear_confirm", None)
             st.rerun()
     return summary.n_trips

@@ -243,7 +243,7 @@ def show(key: str, ctx: ModelContext) -> None:
             recipe = st.session_state[f"{key}_recipes"].pop(fid, "")
             if recipe and reads[fid].ok:
                 st.session_state[f"{key}_saved_{fid}"] = uploads.save_recipe(
-                    ctx.home, recipe, reads[fid]
+                    ctx.home, recipe, reads[fid], by=ctx.access
                 )
         outcome: uploads.UploadOutcome = reads[fid]
         with st.container(border=True):
@@ -285,5 +285,5 @@ def show(key: str, ctx: ModelContext) -> None:
                 key=f"{key}_add_{fid}",
                 type="primary",
             ):
-                added[fid] = store_admin.add_upload(ctx.home, outcome)
+                added[fid] = store_admin.add_upload(ctx.home, outcome, by=ctx.access)
                 st.rerun()

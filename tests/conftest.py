@@ -93,3 +93,46 @@ def vrvm_home(tiny_home, tmp_path, monkeypatch):
     for name, value in TINY_DEMO_ENV.items():
         monkeypatch.setenv(name, value)
     return home
+
+
+# ----------------------------------------------------------------------------------
+# Real data: a small model of the Chicago taxi sample, published in a data home.
+# ----------------------------------------------------------------------------------
+
+CHICAGO_TRIPS = 3000
+
+
+@pytest.fixture(scope="session")
+def chicago_home_built(tmp_path_factory):
+    """A data home whose active model was trained on 3,000 trips of the Chicago sample
+    (two members, at most 100 basis functions: a few seconds), its training trips kept.
+    Read-only: use ``chicago_home``."""
+    from vrvm import TravelTimeModel, read_trips
+    from vrvm.services.models import publish_model
+
+    trips, _ = read_trips(_require("chicago_taxi_trips.csv"))
+    trips = trips.sample(n=CHICAGO_TRIPS, random_state=0).sort_values("start_time")
+    trips = trips.reset_index(drop=True)
+    model = TravelTimeModel(
+        name="Chicago taxi trips",
+        n_members=2,
+        kernel_widths=[1.5, 3.0],
+        max_basis=100,
+        random_state=0,
+        n_jobs=1,
+    ).fit(trips)
+    home = tmp_path_factory.mktemp("chicago-home")
+    info = {"kind": "train", "data": "chicago_taxi_trips.csv", "n_trips": len(trips)}
+    publish_model(home, model, metrics=None, info=info, training_trips=trips)
+    return home
+
+
+@pytest.fixture
+def chicago_home(chicago_home_built, tmp_path, monkeypatch):
+    """A writable copy of the Chicago home, set as ``$VRVM_HOME``."""
+    import shutil
+
+    home = tmp_path / "chicago"
+    shutil.copytree(chicago_home_built, home)
+    monkeypatch.setenv("VRVM_HOME", str(home))
+    return home

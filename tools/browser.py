@@ -54,10 +54,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(home: Path, log_path: Path, *, timeout_s: float = 60.0):
+def streamlit_server(
+    home: Path, log_path: Path, *, timeout_s: float = 60.0, env: dict[str, str] | None = None
+):
     """``streamlit run app.py`` over ``home``; yields its URL once healthy, stops it after.
 
-    The server's output goes to ``log_path``. Raises RuntimeError with that log when the
+    ``env`` adds to the server's environment (an analyst passphrase, say). The server's
+    output goes to ``log_path``. Raises RuntimeError with that log when the
     server exits or is not healthy within ``timeout_s`` (a first start trains the demo
     model first).
     """
@@ -78,7 +81,7 @@ def streamlit_server(home: Path, log_path: Path, *, timeout_s: float = 60.0):
                 "false",
             ],
             cwd=REPO,
-            env={**os.environ, "VRVM_HOME": str(home)},
+            env={**os.environ, **(env or {}), "VRVM_HOME": str(home)},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so we stop exactly it

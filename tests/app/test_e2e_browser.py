@@ -2,7 +2,8 @@
 
 Clicks two zones on the deck.gl map canvas (positions computed from the deck's initial
 view, as deck.gl projects it), waits for the predictive density, and saves a
-screenshot to ``test-output/e2e_predict.png``. Skipped without Chromium at
+screenshot to ``test-output/e2e_predict.png``; signs in as an analyst with the
+passphrase on a server that has one (``test-output/e2e_sign_in.png``). Skipped without Chromium at
 /usr/bin/chromium unless ``CI`` is set, in which case a missing browser is a failure
 (``.ci/run`` installs it).
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tools.browser import CHROMIUM, CHROMIUM_ARGS, click_zone, streamlit_server, two_zones
+from vrvm.trips.home import audit_log
 
 pytestmark = pytest.mark.e2e
 
@@ -97,3 +99,41 @@ def test_plan_page_sections_answer_in_the_browser(chromium, server):
         finally:
             browser.close()
     assert (OUTPUT / "e2e_plan.png").stat().st_size > 10_000
+
+
+def test_an_analyst_signs_in_with_the_passphrase(chromium, vrvm_home, tmp_path):
+    """On a server with an analyst passphrase, the Retrain page shows a viewer only the
+    sign-in form; the passphrase opens the trip store, and the audit log says who. The
+    viewer's relevance map in private mode (forced on the synthetic demo) draws."""
+    OUTPUT.mkdir(exist_ok=True)
+    env = {"VRVM_ANALYST_PASSPHRASE": "correct horse battery staple", "VRVM_PRIVATE_MODE": "always"}
+    server = streamlit_server(vrvm_home, tmp_path / "streamlit.log", timeout_s=30, env=env)
+    try:
+        url = server.__enter__()
+    except RuntimeError as exc:  # the server did not start: its log is in the message
+        pytest.fail(str(exc))
+    try:
+        with chromium.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(url + "/Relevance_vectors")
+                page.get_by_text("Private mode: training trips").wait_for(timeout=60_000)
+                page.locator("canvas").first.wait_for(timeout=30_000)
+                page.wait_for_timeout(1000)  # deck.gl parses the layers
+                assert page.get_by_text("Error").count() == 0  # deck.gl accepted the layers
+                page.goto(url + "/Retrain")
+                page.get_by_text("Analysts only").wait_for(timeout=60_000)
+                assert page.get_by_text("Trip store").count() == 0
+                page.get_by_label("Your name (recorded in the audit log)").fill("Ana")
+                page.get_by_label("Passphrase").fill("correct horse battery staple")
+                page.get_by_role("button", name="Sign in").click()
+                page.get_by_text("Trips in the store").wait_for(timeout=60_000)
+                page.get_by_text("Analyst: Ana").wait_for(timeout=10_000)
+                page.screenshot(path=OUTPUT / "e2e_sign_in.png")
+            finally:
+                browser.close()
+    finally:
+        server.__exit__(None, None, None)
+    entry = audit_log(vrvm_home).entries()[-1]
+    assert (entry["action"], entry["who"], entry["how"]) == ("sign in", "Ana", "passphrase")

@@ -345,9 +345,11 @@ def test_retrain_from_upload_to_publish(vrvm_home):
     # the Predict page now serves the new version
     at.switch_page("app.py").run()
     assert at.caption[0].value.startswith("Model version 2")
-    # and the previous version can be re-activated
+    # and the previous version can be re-activated, once confirmed
     at.switch_page(RETRAIN).run()
-    at.selectbox(key="retrain_activate_choice").set_value(1)
+    at.selectbox(key="retrain_activate_choice").set_value(1).run()
+    assert at.button(key="retrain_activate").disabled  # not before the box is ticked
+    at.checkbox(key="retrain_activate_confirm").check().run()
     at.button(key="retrain_activate").click().run()
     assert store.active_version() == 1
 
@@ -415,6 +417,8 @@ def test_demo_trips_and_clearing_the_store(vrvm_home):
     at.file_uploader(key="retrain_upload").upload("chicago.csv", _csv(elsewhere), "text/csv")
     at.run()
     assert any("another city?" in w.value for w in at.warning)
+    assert at.button(key="retrain_clear").disabled  # deleting asks for confirmation
+    at.checkbox(key="retrain_clear_confirm").check().run()
     at.button(key="retrain_clear").click().run()
     assert metrics(at)["Trips in the store"] == "0"
 

@@ -16,7 +16,7 @@ import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.services.models import versions_table
-from vrvm.trips.home import load_training_trips, model_store, trip_store
+from vrvm.trips.home import audit_log, load_training_trips, model_store, trip_store
 
 OLD_HOME = Path(__file__).resolve().parents[1] / "data" / "home-0.1.0"
 # TravelTimeModel.load(...).predict_dist(synthetic_city(300, seed=2).head(3)) at 37e2f6e
@@ -41,6 +41,22 @@ def test_an_old_model_version_loads_and_predicts_as_before(home):
     assert len(load_training_trips(home, model)) == 300
     table = versions_table(home)
     assert table["version"].tolist() == [1] and bool(table["active"].iloc[0])
+    assert table["published by"].tolist() == [""]  # not recorded before issue 17
+
+
+def test_an_old_home_takes_audit_entries_and_new_versions_with_their_publisher(home):
+    from vrvm.services.access import ANALYST, Access
+    from vrvm.services.models import activate_version, publish_model
+
+    assert not (home / "audit.jsonl").exists()
+    model = TravelTimeModel.load(model_store(home).active_path())
+    ana = Access(ANALYST, who="Ana", how="passphrase")
+    version = publish_model(home, model, metrics=None, info={"kind": "copy"}, by=ana)
+    activate_version(home, 1, by=ana)
+    table = versions_table(home).set_index("version")
+    assert table.loc[version, "published by"] == "Ana (passphrase)"
+    assert table.loc[1, "published by"] == ""
+    assert [e["action"] for e in audit_log(home).entries()] == ["publish", "activate"]
 
 
 def test_an_old_trip_store_reads_and_takes_new_trips(home):

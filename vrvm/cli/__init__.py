@@ -1,5 +1,5 @@
 """Command-line interface: ``vrvm demo | demo-data | train | predict | arrive-by | matrix |
-evaluate | update | versions | inspect``.
+evaluate | update | versions | inspect | serve | export | audit | hash-passphrase``.
 
 Conventions (Unix):
 
@@ -23,6 +23,11 @@ Examples
     $ vrvm evaluate model/ test.csv --json
     $ vrvm update .vrvm/models new-trips.csv   # a new active version of a store
     $ vrvm versions .vrvm --lineage            # the active version's chain of parents
+    $ vrvm export .vrvm --out shared-model/    # relevance vectors snapped to zone centres
+    $ vrvm audit .vrvm                         # who uploaded, published, deleted what
+
+Commands that change a data home's model store (``update``, ``versions --activate``,
+``export``) record the OS user in the home's audit log.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from typing import IO
 import pandas as pd
 
 from vrvm._version import __version__
+from vrvm.cli._access import add_parsers as add_access_parsers
+from vrvm.cli._access import record_cli
 from vrvm.cli._args import (
     forgetting_factor,
     fraction,
@@ -69,6 +76,7 @@ from vrvm.cli._reading import (
 from vrvm.cli._schedule import add_arrive_by_parser
 from vrvm.cli._serve import add_parser as add_serve_parser
 from vrvm.cli._train import check_model_target, cmd_train, fit_with_progress
+from vrvm.services.access import cli_access
 from vrvm.services.area_check import check_same_area
 from vrvm.services.demo import demo_predictions
 from vrvm.services.models import model_name, store_versions_table
@@ -159,10 +167,21 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
                 "forgetting": args.forgetting,
                 "assign": args.assign,
                 "name": model_name(model),
+                "published_by": f"{cli_access().who} (os)",
             }
             version = store.add(
                 lambda path: model.save(path), info=info, parent=parent, expect_active=parent
             )
+        record_cli(
+            root,
+            "publish",
+            version=version,
+            name=info["name"],
+            kind="update",
+            parent=parent,
+            trips=len(trips),
+            file=Path(args.trips).name,
+        )
         where = f"version {version} of {root} (parent {parent}), now active"
     stdout.write(
         f"updated {len(model.members_)} members with {len(trips):,} trips in "
@@ -192,7 +211,9 @@ def _cmd_versions(args, stdout: IO[str], stderr: IO[str]) -> int:
         )
     store = _open_store(root, args.wait)
     if args.activate is not None:
+        before = store.active_version()
         store.activate(args.activate)
+        record_cli(root, "activate", version=args.activate, previous=before)
         stderr.write(f"version {args.activate} of {root} is active (activated by hand)\n")
     if args.lineage is not None:
         chain = store.lineage(None if args.lineage == 0 else args.lineage)
@@ -462,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_arrive_by_parser(commands, [common])
     add_matrix_parser(commands, common)
     add_serve_parser(commands, common)
+    add_access_parsers(commands, common, reading)
 
     update = commands.add_parser(
         "update",

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from vrvm.services.access import Access, record
 from vrvm.services.boundaries import place_names
 from vrvm.services.models import is_synthetic
 from vrvm.services.support import TripSupport, observed_near, observed_trips
@@ -560,9 +561,14 @@ def zone_choice(home: str | os.PathLike[str]) -> ZoneFileEntry | None:
     return zone_file_entry(home, name) if name else None
 
 
-def set_zone_choice(home: str | os.PathLike[str], name: str | None) -> None:
+def set_zone_choice(
+    home: str | os.PathLike[str], name: str | None, *, by: Access | None = None
+) -> None:
     """Make the kept zone file ``name`` the clickable zones (None: hexagons from the trips)."""
+    if by is not None:
+        by.require("zones")
     set_clickable_zone_file(home, name)
+    record(home, by, "zones", what="clickable zones", name=name)
 
 
 def load_zone_choice(home: str | os.PathLike[str], name: str) -> ZoneFile:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from vrvm.services.access import Access, record
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.home import (
     ZoneFileEntry,
@@ -247,6 +248,7 @@ def save_boundaries(
     file_name: str,
     *,
     max_bytes: int = MAX_BOUNDARY_BYTES,
+    by: Access | None = None,
 ) -> ZoneFileEntry:
     """Check an uploaded boundary file, keep it in ``home`` and show it on the map.
 
@@ -260,6 +262,8 @@ def save_boundaries(
         when one is to blame (too large, not JSON, not GeoJSON, no polygons, a
         polygon that cannot be read); nothing is kept then.
     """
+    if by is not None:
+        by.require("zones")
     name = boundary_file_name(file_name)
     entry, _ = add_zone_file(
         home,
@@ -271,6 +275,7 @@ def save_boundaries(
         limits=ZoneFileLimits(max_bytes=max_bytes),
     )
     set_map_zone_file(home, name)
+    record(home, by, "zones", what="added", name=name, file=entry.file_name, zones=entry.n_zones)
     return entry
 
 
@@ -285,14 +290,24 @@ def shown_boundaries(home: str | os.PathLike[str]) -> ZoneFileEntry | None:
     return zone_file_entry(home, name) if name else None
 
 
-def show_boundaries(home: str | os.PathLike[str], name: str | None) -> None:
+def show_boundaries(
+    home: str | os.PathLike[str], name: str | None, *, by: Access | None = None
+) -> None:
     """Show the kept zone file ``name`` on the map (None: no boundaries)."""
+    if by is not None:
+        by.require("zones")
     set_map_zone_file(home, name)
+    record(home, by, "zones", what="drawn on the map", name=name)
 
 
-def remove_boundaries(home: str | os.PathLike[str], name: str) -> bool:
+def remove_boundaries(home: str | os.PathLike[str], name: str, *, by: Access | None = None) -> bool:
     """Delete the kept zone file ``name`` from the home (and from the map)."""
-    return remove_zone_file(home, name)
+    if by is not None:
+        by.require("zones")
+    removed = remove_zone_file(home, name)
+    if removed:
+        record(home, by, "zones", what="removed", name=name)
+    return removed
 
 
 def load_boundaries(home: str | os.PathLike[str], name: str) -> dict:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vrvm.services.access import ANALYST, Access, record
 from vrvm.services.models import SYNTHETIC_MODEL_NAME, compact_metrics
 from vrvm.services.retrain import parse_widths
 from vrvm.trips.durable import StorageError, storage_error
@@ -36,6 +37,7 @@ __all__ = [
     "DEMO_DEPARTURES",
     "DEMO_LEVEL",
     "DEMO_TRIPS",
+    "FIRST_START",
     "HOME_ADVICE",
     "DemoSettings",
     "StorageError",
@@ -48,6 +50,8 @@ __all__ = [
 ]
 
 
+FIRST_START = Access(ANALYST, who="vrvm", how="first start")
+"""Who publishes the demo model on an empty home (recorded as such)."""
 HOME_ADVICE = f"set {HOME_ENV} to a writable folder"
 """What to do when the data home cannot be written."""
 _NO_SPACE = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
@@ -194,8 +198,10 @@ def _ensure_demo_model(
             "n_members": settings.n_members,
             "fit_time_s": round(float(model.fit_time_s_), 2),
             "metrics": compact_metrics(metrics),
+            "published_by": f"{FIRST_START.who} ({FIRST_START.how})",
         }
         version = store.add(lambda path: model.save(path, metrics=metrics), info=info)
+    record(home, FIRST_START, "publish", version=version, name=SYNTHETIC_MODEL_NAME, kind="demo")
     return version, True
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from vrvm.services.access import Access, library_access, record
 from vrvm.services.units import metric_label, metric_value
 from vrvm.trips._errors import StoreBusyError
 from vrvm.trips.home import (
@@ -234,6 +235,7 @@ def publish_model(
     info: Mapping[str, Any],
     training_trips: pd.DataFrame | None = None,
     built_on: int | object | None = UNCHECKED,
+    by: Access | None = None,
 ) -> int:
     """Save ``model`` as a new version in the store and activate it.
 
@@ -242,22 +244,44 @@ def publish_model(
     the version's parent. ``built_on`` is the active version the model was made from
     (an update, or candidates scored against it): if another version became active
     meanwhile, nothing is published (:class:`~vrvm.trips.model_store.StoreConflictError`).
+    ``by`` (an analyst) is recorded as the version's publisher and in the audit log.
     """
+    if by is not None:
+        by.require("publish")
     store = model_store(home)
     if training_trips is not None:
         save_training_trips(home, training_trips)
-    record = dict(info)
-    record.setdefault("name", model_name(model))
-    record.setdefault("metrics", compact_metrics(metrics))
-    record.setdefault("n_members", len(model.members_))
-    parent = record.pop("parent", None)  # kept in the version's record, not its info
-    return store.add(
+    details = dict(info)
+    details.setdefault("name", model_name(model))
+    details.setdefault("metrics", compact_metrics(metrics))
+    details.setdefault("n_members", len(model.members_))
+    details.setdefault("published_by", _publisher(by))
+    parent = details.pop("parent", None)  # kept in the version's record, not its info
+    version = store.add(
         lambda path: model.save(path, metrics=metrics),
-        info=record,
+        info=details,
         activate=True,
         parent=parent if isinstance(parent, int) else None,
         expect_active=built_on,
     )
+    record(
+        home,
+        by,
+        "publish",
+        version=version,
+        name=details["name"],
+        kind=details.get("kind", ""),
+        parent=parent if isinstance(parent, int) else None,
+        trips=details.get("n_trips"),
+        snapped=bool((model.training_summary_ or {}).get("snapped")),
+    )
+    return version
+
+
+def _publisher(by: Access | None) -> str:
+    """Who a version's record names as its publisher: ``"ana (passphrase)"``."""
+    by = library_access() if by is None else by
+    return f"{by.who} ({by.how})"
 
 
 def _version_name(path: Path, info: Mapping[str, Any]) -> str:
@@ -315,7 +339,9 @@ def store_versions_table(store: ModelStore) -> pd.DataFrame:
     first model (through versions removed by retention); ``state`` says which is
     active, which a user activated by hand (kept by retention) and which were never
     activated. Scores carry their unit in the column name (times in minutes, coverage
-    in %); the ``data`` column names files without their folders.
+    in %); the ``data`` column names files without their folders; ``published by`` the
+    analyst (and how they signed in, or the OS user of the command line) as recorded
+    when it was published, blank for versions published before it was recorded.
     """
     crps, mae = metric_label("crps_s", label="hold-out CRPS"), metric_label("mae_s", label="MAE")
     coverage = metric_label("coverage", label="90 % interval coverage")
@@ -347,10 +373,12 @@ def store_versions_table(store: ModelStore) -> pd.DataFrame:
                 coverage: metric_value("coverage", metrics.get("coverage_90")),
                 "synthetic": bool(info.get("synthetic", False)),
                 "data": strip_paths(str(data)),
+                "published by": str(info.get("published_by") or ""),
             }
         )
     columns = ["version", "active", "state", "model", "created (UTC)", "kind", "parent"]
     columns += ["lineage", "trips", "members", crps, mae, coverage, "synthetic", "data"]
+    columns += ["published by"]
     frame = pd.DataFrame(rows, columns=columns)
     for column in ("parent", "trips", "members"):  # whole numbers, blank when unknown
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("Int64")
@@ -400,10 +428,19 @@ def version_records(home: Path) -> list[dict[str, Any]]:
     return records
 
 
-def activate_version(home: Path, version: int) -> None:
+def activate_version(home: Path, version: int, *, by: Access | None = None) -> None:
     """Make an existing version the active one, by hand (the store refuses unknown
-    versions; retention keeps every version activated by hand)."""
-    model_store(home).activate(int(version))
+    versions; retention keeps every version activated by hand); recorded in the audit
+    log with the version it replaced."""
+    if by is not None:
+        by.require("activate")
+    store = model_store(home)
+    try:
+        before = store.active_version()
+    except ModelFormatError:  # a damaged pointer: this activation repairs it
+        before = None
+    store.activate(int(version))
+    record(home, by, "activate", version=int(version), previous=before)
 
 
 def active_model_path(home: Path) -> tuple[int, Path] | None:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vrvm.services.access import Access, record
 from vrvm.services.area_check import AreaCheck, ModelArea, model_area
 from vrvm.services.evaluation import ModelScores, compare_models, metrics_table
 from vrvm.services.models import (
@@ -289,13 +290,15 @@ def train_candidates(
     active: TravelTimeModel | None,
     active_version: int | None,
     progress: RetrainProgress | None = None,
+    by: Access | None = None,
 ) -> RetrainResult:
     """:func:`run_retrain` on every trip in the trip store of ``home``.
 
     For an update, the new trips are those added to the store after the active version
     was created; the active model's area is that of its training trips kept in
     ``home`` (else its bounding box). Without ``settings.name``, a full retrain is
-    named :func:`suggest_model_name`.
+    named :func:`suggest_model_name`. The training is recorded in the audit log (by
+    ``by``, who must be an analyst).
 
     Raises
     ------
@@ -314,9 +317,11 @@ def train_candidates(
         )
         if created is not None:
             new_trips = store.load(added_after=created)
+    if by is not None:
+        by.require("train")
     if settings.model_params()["name"] is None:
         settings = dataclasses.replace(settings, name=suggest_model_name(home, active))
-    return run_retrain(
+    result = run_retrain(
         trips,
         settings,
         options=options,
@@ -326,6 +331,18 @@ def train_candidates(
         active_trips=None if active is None else training_trip_table(home, active),
         progress=progress,
     )
+    record(
+        home,
+        by,
+        "train",
+        options=list(options),
+        candidates=sorted(result.candidates),
+        trips=len(result.train),
+        holdout=len(result.holdout),
+        refused=sorted(result.errors),
+        active_version=active_version,
+    )
+    return result
 
 
 def suggest_model_name(home: Path, active: TravelTimeModel | None) -> str:
@@ -355,7 +372,9 @@ def suggest_model_name(home: Path, active: TravelTimeModel | None) -> str:
     return f"{name} (synthetic)" if synthetic and name != UNNAMED_MODEL else name
 
 
-def publish_candidate(home: Path, result: RetrainResult, name: str) -> int:
+def publish_candidate(
+    home: Path, result: RetrainResult, name: str, *, by: Access | None = None
+) -> int:
     """Publish one candidate of ``result`` as the new active version; returns its number.
 
     Raises
@@ -396,4 +415,5 @@ def publish_candidate(home: Path, result: RetrainResult, name: str) -> int:
         info=info,
         training_trips=train if kind == "train" else None,
         built_on=result.parent_version,
+        by=by,
     )

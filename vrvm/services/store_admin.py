@@ -2,7 +2,8 @@
 
 Every change to the stored trips goes through here (the page only calls these): an
 accepted upload, the synthetic demo trips, or deleting everything. Each returns the
-sentence the page shows.
+sentence the page shows, refuses a viewer (``by``, :class:`vrvm.services.access.Access`)
+and records who did it in the home's audit log (file name and counts, never a trip).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vrvm.services.access import Access, record
 from vrvm.services.demo import demo_trips
 from vrvm.services.models import strip_paths
 from vrvm.services.uploads import UploadOutcome
@@ -82,26 +84,54 @@ def distance_to_store_km(home: Path, trips: pd.DataFrame) -> float | None:
     return float(haversine_km(lat, lon, *center))
 
 
-def add_upload(home: Path, outcome: UploadOutcome) -> str:
+def add_upload(home: Path, outcome: UploadOutcome, *, by: Access | None = None) -> str:
     """Store the trips of a read upload (those not already stored)."""
+    if by is not None:
+        by.require("upload")
     if not outcome.ok:
         raise ValueError(f"{outcome.name} has no trips to add: {outcome.error}")
     result = trip_store(home).add(outcome.trips, source=outcome.name)
+    report = outcome.report
+    record(
+        home,
+        by,
+        "upload",
+        file=strip_paths(outcome.name),
+        rows_read=None if report is None else int(report.n_input),
+        kept=len(outcome.trips),
+        dropped=None if report is None else int(report.dropped),
+        added=int(result.n_added),
+        duplicates=int(result.n_duplicates),
+    )
     return (
         f"Added {result.n_added:,} new trips to the store; "
         f"{result.n_duplicates:,} were already there."
     )
 
 
-def add_demo_trips(home: Path) -> str:
+def add_demo_trips(home: Path, *, by: Access | None = None) -> str:
     """Add the synthetic demo trips, to try the flow without data of one's own."""
+    if by is not None:
+        by.require("trip_store")
     result = trip_store(home).add(demo_trips(), synthetic=True)
+    record(
+        home,
+        by,
+        "upload",
+        file="synthetic demo trips",
+        added=int(result.n_added),
+        duplicates=int(result.n_duplicates),
+    )
     return (
         f"Added {result.n_added:,} synthetic demo trips "
         f"({result.n_duplicates:,} already in the store)."
     )
 
 
-def clear_trips(home: Path) -> str:
+def clear_trips(home: Path, *, by: Access | None = None) -> str:
     """Delete every stored trip (models are not affected)."""
-    return f"Deleted {trip_store(home).clear():,} trips from the store."
+    if by is not None:
+        by.require("delete")
+    n = trip_store(home).clear()
+    record(home, by, "delete", what="every stored trip", trips=int(n))
+    return f"Deleted {n:,} trips from the store."

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vrvm.services.access import Access, record
 from vrvm.trips.cleaning import CleaningReport
 from vrvm.trips.formats import CLOCK_FORMATS, DATE_FORMATS, WEEKDAY_FORMATS, TimeFormatError
 from vrvm.trips.home import load_zone_file, recipe_book
@@ -341,11 +342,14 @@ def preview_rows(
     )
 
 
-def save_recipe(home: Path, name: str, outcome: UploadOutcome) -> str:
+def save_recipe(home: Path, name: str, outcome: UploadOutcome, *, by: Access | None = None) -> str:
     """Keep the options ``outcome`` was read with as the recipe ``name``; a message."""
+    if by is not None:
+        by.require("upload")
     if outcome.options is None or not outcome.ok:
         raise UploadError("only a file that was read can be kept as a recipe")
     recipe = recipe_book(home).save(name, outcome.columns, outcome.options)
+    record(home, by, "recipe", name=recipe.name, columns=len(recipe.columns))
     return (
         f"Saved the recipe {recipe.name!r}: the next file with these {len(recipe.columns)} "
         "columns is read with it."

@@ -27,6 +27,8 @@ The points:
     Any atomic write with its temporary file written and synced, not yet renamed.
 ``trip_store.cleared``
     A clear of the trip store with its parts renamed aside, not yet deleted.
+``audit.torn``
+    An append to the audit log with half of its line written and synced.
 """
 
 from __future__ import annotations
@@ -34,9 +36,21 @@ from __future__ import annotations
 import os
 import signal
 
-__all__ = ["CRASH_ENV", "crash_point"]
+__all__ = ["CRASH_ENV", "crash_armed", "crash_point"]
 
 CRASH_ENV = "VRVM_CRASH_AT"
+
+
+def crash_armed(name: str) -> bool:
+    """Whether ``$VRVM_CRASH_AT`` names ``name`` (a writer then prepares its crash).
+
+    Examples
+    --------
+    >>> crash_armed("audit.torn")
+    False
+    """
+    wanted = os.environ.get(CRASH_ENV)
+    return bool(wanted) and name in {w.strip() for w in wanted.split(",")}
 
 
 def crash_point(name: str) -> None:
@@ -46,6 +60,5 @@ def crash_point(name: str) -> None:
     --------
     >>> crash_point("model_store.committed")  # VRVM_CRASH_AT unset: nothing happens
     """
-    wanted = os.environ.get(CRASH_ENV)
-    if wanted and name in {w.strip() for w in wanted.split(",")}:
+    if crash_armed(name):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -12,6 +12,7 @@ Layout of ``$VRVM_HOME`` (default ``./.vrvm``)::
         zones/index.json           their names, id and name properties, fingerprints, and
                                    which one the map draws and which one is clickable
         recipes.json               named read recipes: column maps and formats per header
+        audit.jsonl                who changed what, and when (append-only; see AuditLog)
         .first-start.lock          held while the first start trains the demo model
 
 The dashboard, the CLI and (later) the HTTP API all find their stores through here.
@@ -34,6 +35,7 @@ from typing import Literal
 import pandas as pd
 
 from vrvm.trips._errors import StoreBusyError
+from vrvm.trips.audit import AuditLog
 from vrvm.trips.durable import (
     atomic_write,
     atomic_write_json,
@@ -53,6 +55,7 @@ __all__ = [
     "HOME_ENV",
     "ZoneFileEntry",
     "add_zone_file",
+    "audit_log",
     "clickable_zone_file",
     "data_home",
     "first_start_lock",
@@ -83,6 +86,7 @@ TRAINING_DIR = "training"
 DERIVED_SUFFIX = ".derived"
 FIRST_START_LOCK = ".first-start.lock"
 RECIPES_FILE = "recipes.json"
+AUDIT_FILE = "audit.jsonl"
 ZONES_DIR = "zones"
 ZONES_INDEX = "index.json"
 ZONES_LOCK = ".lock"
@@ -487,3 +491,8 @@ def set_clickable_zone_file(home: str | os.PathLike[str], name: str | None) -> N
 def recipe_book(home: str | os.PathLike[str]) -> RecipeBook:
     """The named read recipes (column maps and formats) kept in ``home``."""
     return RecipeBook(Path(home) / RECIPES_FILE)
+
+
+def audit_log(home: str | os.PathLike[str]) -> AuditLog:
+    """The home's append-only audit log (``audit.jsonl``): who changed what, and when."""
+    return AuditLog(Path(home) / AUDIT_FILE)

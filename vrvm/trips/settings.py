@@ -1,7 +1,10 @@
 """Settings read from the environment: how every ``VRVM_*`` number is read.
 
-The store's retention is here (``VRVM_KEEP_VERSIONS``), and the HTTP API's token
-(``VRVM_API_TOKEN``); the data home is
+The store's retention is here (``VRVM_KEEP_VERSIONS``), the HTTP API's token
+(``VRVM_API_TOKEN``), who may sign in as an analyst (``VRVM_ANALYST_PASSPHRASE``,
+``VRVM_ANALYST_PASSPHRASE_HASH``, ``VRVM_ANALYSTS``) and what viewers see of the trips
+(``VRVM_PRIVATE_MODE``, ``VRVM_PRIVATE_MIN_TRIPS``; see ``docs/security.md``); the data
+home is
 :func:`vrvm.trips.home.data_home` (``VRVM_HOME``), the demo model's size
 :func:`vrvm.services.demo.demo_settings` and the upload rows limit
 :func:`vrvm.services.uploads.max_upload_rows` (``VRVM_MAX_UPLOAD_ROWS``). All read their
@@ -15,17 +18,41 @@ import os
 from collections.abc import Mapping
 
 __all__ = [
+    "ANALYSTS_ENV",
     "API_TOKEN_ENV",
     "DEFAULT_KEEP_VERSIONS",
+    "DEFAULT_PRIVATE_MIN_TRIPS",
     "KEEP_VERSIONS_ENV",
+    "PASSPHRASE_ENV",
+    "PASSPHRASE_HASH_ENV",
+    "PRIVATE_MIN_TRIPS_ENV",
+    "PRIVATE_MODES",
+    "PRIVATE_MODE_ENV",
+    "analyst_emails",
+    "analyst_passphrase",
     "api_token",
     "env_int",
     "keep_versions",
+    "private_min_trips",
+    "private_mode",
 ]
 
 KEEP_VERSIONS_ENV = "VRVM_KEEP_VERSIONS"
 API_TOKEN_ENV = "VRVM_API_TOKEN"
 """The bearer token ``vrvm serve`` requires (unset or blank: none)."""
+PASSPHRASE_ENV = "VRVM_ANALYST_PASSPHRASE"
+"""The shared analyst passphrase of the dashboard (unset or blank: none)."""
+PASSPHRASE_HASH_ENV = "VRVM_ANALYST_PASSPHRASE_HASH"
+"""Its scrypt hash instead (``vrvm hash-passphrase`` makes one); never both."""
+ANALYSTS_ENV = "VRVM_ANALYSTS"
+"""Who of the users an identity provider signs in is an analyst: e-mail addresses and
+``@domain`` entries, separated by commas or spaces (unset: every signed-in user)."""
+PRIVATE_MODE_ENV = "VRVM_PRIVATE_MODE"
+"""When viewers see trips only in aggregate: ``real`` (default), ``always`` or ``off``."""
+PRIVATE_MODES = ("real", "always", "off")
+PRIVATE_MIN_TRIPS_ENV = "VRVM_PRIVATE_MIN_TRIPS"
+"""k: the fewest trips behind any observed-trip figure a viewer sees."""
+DEFAULT_PRIVATE_MIN_TRIPS = 5
 DEFAULT_KEEP_VERSIONS = 30
 """Model versions a data home keeps besides the active one and those activated by hand
 (30 versions of a dashboard-sized model take about 10 MB)."""
@@ -84,3 +111,98 @@ def api_token(environ: Mapping[str, str] | None = None) -> str | None:
     """
     value = (os.environ if environ is None else environ).get(API_TOKEN_ENV, "").strip()
     return value or None
+
+
+def analyst_passphrase(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """The configured analyst passphrase as ``("plain", value)`` or ``("hash", value)``.
+
+    None when neither :data:`PASSPHRASE_ENV` nor :data:`PASSPHRASE_HASH_ENV` is set (or
+    both are blank). The plain value is used as it is (no stripping: spaces may be part
+    of a passphrase); the hash is stripped.
+
+    Raises
+    ------
+    ValueError
+        When both are set: which one counts would be a guess.
+
+    Examples
+    --------
+    >>> analyst_passphrase({"VRVM_ANALYST_PASSPHRASE": "correct horse"})
+    ('plain', 'correct horse')
+    >>> analyst_passphrase({}) is None
+    True
+    >>> analyst_passphrase({"VRVM_ANALYST_PASSPHRASE": "a", "VRVM_ANALYST_PASSPHRASE_HASH": "b"})
+    Traceback (most recent call last):
+    ...
+    ValueError: set $VRVM_ANALYST_PASSPHRASE or $VRVM_ANALYST_PASSPHRASE_HASH, not both
+    """
+    environ = os.environ if environ is None else environ
+    plain = environ.get(PASSPHRASE_ENV, "")
+    hashed = environ.get(PASSPHRASE_HASH_ENV, "").strip()
+    if plain.strip() and hashed:
+        raise ValueError(f"set ${PASSPHRASE_ENV} or ${PASSPHRASE_HASH_ENV}, not both")
+    if hashed:
+        return "hash", hashed
+    return ("plain", plain) if plain.strip() else None
+
+
+def analyst_emails(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The addresses and ``@domains`` of :data:`ANALYSTS_ENV`, lower-cased.
+
+    Examples
+    --------
+    >>> analyst_emails({"VRVM_ANALYSTS": "Ana@City.gov, @transit.example.org"})
+    ('ana@city.gov', '@transit.example.org')
+    >>> analyst_emails({})
+    ()
+    >>> analyst_emails({"VRVM_ANALYSTS": "not-an-address"})
+    Traceback (most recent call last):
+    ...
+    ValueError: $VRVM_ANALYSTS: 'not-an-address' is neither an e-mail address nor an @domain
+    """
+    environ = os.environ if environ is None else environ
+    entries = environ.get(ANALYSTS_ENV, "").replace(",", " ").lower().split()
+    for entry in entries:
+        _, at, domain = entry.rpartition("@")
+        if not at or not domain or "." not in domain:
+            raise ValueError(
+                f"${ANALYSTS_ENV}: {entry!r} is neither an e-mail address nor an @domain"
+            )
+    return tuple(entries)
+
+
+def private_mode(environ: Mapping[str, str] | None = None) -> str:
+    """When viewers see trips only in aggregate (:data:`PRIVATE_MODE_ENV`).
+
+    ``real`` (the default): on models of real data, not on the synthetic demo;
+    ``always``: on every model; ``off``: never (viewers see individual trips).
+
+    Examples
+    --------
+    >>> private_mode({}), private_mode({"VRVM_PRIVATE_MODE": " Always "})
+    ('real', 'always')
+    >>> private_mode({"VRVM_PRIVATE_MODE": "sometimes"})
+    Traceback (most recent call last):
+    ...
+    ValueError: $VRVM_PRIVATE_MODE must be one of real, always, off; got 'sometimes'
+    """
+    environ = os.environ if environ is None else environ
+    value = environ.get(PRIVATE_MODE_ENV, "").strip().lower() or "real"
+    if value not in PRIVATE_MODES:
+        raise ValueError(
+            f"${PRIVATE_MODE_ENV} must be one of {', '.join(PRIVATE_MODES)}; "
+            f"got {environ.get(PRIVATE_MODE_ENV)!r}"
+        )
+    return value
+
+
+def private_min_trips(environ: Mapping[str, str] | None = None) -> int:
+    """k, the fewest trips behind an observed-trip figure a viewer sees (default 5).
+
+    Examples
+    --------
+    >>> private_min_trips({}), private_min_trips({"VRVM_PRIVATE_MIN_TRIPS": "10"})
+    (5, 10)
+    """
+    environ = os.environ if environ is None else environ
+    return env_int(environ, PRIVATE_MIN_TRIPS_ENV, DEFAULT_PRIVATE_MIN_TRIPS, low=2)
