@@ -470,3 +470,27 @@ def test_train_on_the_real_sf_bike_share_file_without_help(shared_data, tmp_path
     assert 60 < metrics["crps_s"] < 300
     coverage = {i["level"]: i["coverage"] for i in metrics["intervals"]}
     assert 0.85 < coverage[0.9] < 0.97
+
+
+@pytest.mark.parametrize("evidence", ["all", "sample"])
+def test_train_a_parquet_file_in_two_stages_with_either_evidence(tmp_path, evidence):
+    trips = tmp_path / "trips.parquet"
+    synthetic_city(3000, seed=2).to_parquet(trips, row_group_size=1000)
+    out = tmp_path / "model"
+    status, stdout, err = run(
+        "train", str(trips), "--out", str(out), *TRAIN_FAST,
+        "--subsample-size", "500", "--stage-one-evidence", evidence,
+    )  # fmt: skip
+    assert status == 0, err
+    words = {"all": "with the evidence of all trips", "sample": "with the evidence of the sample"}
+    assert "two stages: basis chosen on a sample of" in stdout and words[evidence] in stdout
+    model = TravelTimeModel.load(out)
+    assert model.stage_one_evidence == evidence
+    assert model.training_summary_["two_stage"]["stage_one_evidence"] == evidence
+
+
+def test_train_refuses_an_unknown_stage_one_evidence(tmp_path):
+    status, _, err = run(
+        "train", "x.csv", "--out", str(tmp_path / "m"), "--stage-one-evidence", "x"
+    )
+    assert status == 2 and "--stage-one-evidence" in err

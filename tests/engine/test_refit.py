@@ -54,11 +54,17 @@ def test_refit_equals_the_solver_on_the_explicit_design_of_the_chosen_columns():
     yu = y / pred.y_scale
     stats = SufficientStatistics(phi.T @ phi, phi.T @ yu, float(yu @ yu), y.size)
     priors = Priors(a0=0.0, b0=0.0, e0=model.e0, f0=model.f0 / pred.y_scale**2)
-    direct = fit_fast(stats, "structured", priors, span_tol=model.span_tol)
+    # the solver starts from the first stage's functions and precisions (a warm start)
+    start = (np.arange(pred.columns.size), model.alpha_.copy())
+    direct = fit_fast(stats, "structured", priors, span_tol=model.span_tol, start=start)
+    cold = fit_fast(stats, "structured", priors, span_tol=model.span_tol)
     refit = model.refit_statistics(model.basis_statistics(X, y))
     np.testing.assert_allclose(refit.coef_, direct.post.mean * pred.y_scale, rtol=1e-8)
     assert refit.noise_std_ == pytest.approx(np.sqrt(direct.f / direct.e) * pred.y_scale)
     assert refit.active_.size == direct.active.size
+    # a fixed point as good as the solver's from the bias alone, in fewer steps
+    assert direct.elbo[-1] >= cold.elbo[-1] - 1e-6 * abs(cold.elbo[-1])
+    assert direct.n_iter < cold.n_iter
 
 
 def test_refit_in_batches_equals_refit_at_once_and_learns_the_noise():
@@ -115,3 +121,15 @@ def test_refit_refuses_what_it_cannot_use():
         model.refit_statistics(SufficientStatistics.zeros(model.active_.size + 1))
     with pytest.raises(ValueError, match="at least 3 rows"):
         model.refit_statistics(model.basis_statistics(X[:2], y[:2]))
+
+
+def test_a_warm_start_must_hold_the_kept_columns_and_positive_precisions():
+    X, y = _sinc(500, 5)
+    model = VRVMRegressor(kernel_widths=[1.0], max_basis=40, random_state=0).fit(X, y)
+    stats = model.basis_statistics(X, y)
+    priors = Priors(a0=0.0, b0=0.0, e0=1e-6, f0=1e-6)
+    k = stats.h.size
+    with pytest.raises(ValueError, match="holding keep"):
+        fit_fast(stats, "structured", priors, start=(np.arange(1, k), np.ones(k - 1)))
+    with pytest.raises(ValueError, match="finite and positive"):
+        fit_fast(stats, "structured", priors, start=(np.arange(k), np.zeros(k)))

@@ -213,16 +213,61 @@ def test_cleaning_out_of_core_matches_reading_whole_files(tmp_path, trips):
     assert outcome.report.n_kept == whole.n_kept == model.shard_sizes_.sum()
 
 
-def test_the_second_stage_adds_functions_from_a_reserve(two_stage, folder, tmp_path, monkeypatch):
+def test_the_first_stage_has_the_evidence_of_all_trips(two_stage, folder, monkeypatch):
+    """By default each sampled trip weighs as the trips it stands for (1 / the sampling
+    rate): the first stage proposes more functions than on the sample's own evidence
+    (compared without a reserve, which here would hold every candidate), the second
+    stage keeps more of them, and the model scores better on new trips."""
+    import vrvm.trips.training as training
+
+    model, _, _ = two_stage
+    summary = model.training_summary_["two_stage"]
+    assert summary["stage_one_evidence"] == "all"
+    assert {m.get_params()["n_reserve"] for m in model.members_} == {0}  # no reserve needed
+    monkeypatch.setattr(training, "RESERVE_COLUMNS", 0)
+    sample = TravelTimeModel(**{**FAST, "stage_one_evidence": "sample"})
+    fit_dataset(sample, TripDataset(folder, part_rows=3000))
+    assert sample.training_summary_["two_stage"]["stage_one_evidence"] == "sample"
+    assert model.n_relevance_.sum() > sample.n_relevance_.sum()
+    test = synthetic_city(3000, seed=11)
+    assert model.evaluate(test)["crps_s"] < sample.evaluate(test)["crps_s"]
+
+
+def test_the_first_stage_weight_is_the_inverse_sampling_rate(folder, monkeypatch):
+    import vrvm.trips._ensemble as ensemble
+
+    weights = []
+    real = ensemble._fit_member
+
+    def recording(index, X, y, d, params, weight=None):
+        weights.append(weight)
+        return real(index, X, y, d, params, weight)
+
+    monkeypatch.setattr(ensemble, "_fit_member", recording)
+    model = TravelTimeModel(**FAST)
+    fit_dataset(model, TripDataset(folder, part_rows=3000))
+    # 4 members x 1,000 of 12,000 trips: each sampled trip stands for 3 trips
+    assert weights == [pytest.approx(3.0)] * 4
+    weights.clear()
+    in_one_stage = TravelTimeModel(**{**FAST, "subsample_size": 5000})
+    fit_dataset(in_one_stage, TripDataset(folder, part_rows=3000))
+    assert weights == [None] * 4  # all trips fit in the first stage: no weight
+
+
+def test_with_the_samples_evidence_a_reserve_lets_the_second_stage_add_functions(
+    folder, tmp_path, monkeypatch
+):
     import json
 
     import vrvm.trips.training as training
 
-    model, _, _ = two_stage
+    params = {**FAST, "stage_one_evidence": "sample"}
+    model = TravelTimeModel(**params)
+    fit_dataset(model, TripDataset(folder, part_rows=3000))
     assert {m.get_params()["n_reserve"] for m in model.members_} == {training.RESERVE_COLUMNS}
     assert all(m._reserve is None for m in model.members_)  # used, then forgotten
     monkeypatch.setattr(training, "RESERVE_COLUMNS", 0)
-    without = TravelTimeModel(**FAST)
+    without = TravelTimeModel(**params)
     fit_dataset(without, TripDataset(folder, part_rows=3000))  # the same first stage
     evidence = [sum(m.log_evidence_ for m in fit.members_) for fit in (model, without)]
     assert evidence[0] > evidence[1]

@@ -449,6 +449,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="trips per member on which its basis is chosen; beyond it the members are "
         "refitted on all their trips from sufficient statistics (20000)",
     )
+    train.add_argument(
+        "--stage-one-evidence",
+        choices=("all", "sample"),
+        default="all",
+        help="a two-stage fit's basis is chosen with the evidence of all trips (each "
+        "sampled trip weighted by the trips it stands for: more functions, better models "
+        "that learn from more data, slower predictions) or of the sample alone (smaller, "
+        "faster, less accurate) (all)",
+    )
     train.add_argument("--seed", type=seed_int, default=None, help="random seed")
     train.add_argument(
         "--backend", choices=("loky", "dask"), default="loky", help="parallel backend (loky)"

@@ -56,6 +56,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         backend=args.backend,
         client=args.scheduler,
         subsample_size=args.subsample_size,
+        stage_one_evidence=args.stage_one_evidence,
         random_state=args.seed,
     )
     # Without --seed the split is still recorded, so it can be repeated.
@@ -86,7 +87,8 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
     two_stage = model.training_summary_.get("two_stage")
     if two_stage:
         lines.append(
-            f"two stages: basis chosen on a sample of {two_stage['sample_trips']:,} trips, "
+            f"two stages: basis chosen on a sample of {two_stage['sample_trips']:,} trips "
+            f"with the evidence of {_EVIDENCE[two_stage.get('stage_one_evidence', 'sample')]}, "
             f"refitted on all of them ({two_stage['parts']} parts read twice)"
         )
     if metrics is not None:
@@ -94,6 +96,9 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
     lines.append(f"saved to {args.out}" + (" (with the held-out metrics)" if metrics else ""))
     stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+_EVIDENCE = {"all": "all trips", "sample": "the sample"}
 
 
 def _out_of_core(path: Path, model: TravelTimeModel) -> bool:

@@ -145,3 +145,43 @@ def as_targets(y, n_rows: int, name: str = "y") -> np.ndarray:
     if arr.shape[0] != n_rows:
         raise ValueError(f"{name} has {arr.shape[0]} values but there are {n_rows} rows")
     return check_finite(arr, name)
+
+
+def as_sample_weight(sample_weight, n_rows: int):
+    """``sample_weight`` checked: None, a positive number, or one weight per row
+    (finite, non-negative, not all zero)."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        if not (np.isfinite(w) and w > 0):
+            raise ValueError(f"sample_weight must be a positive number, got {sample_weight!r}")
+        return float(w)
+    if w.shape != (n_rows,):
+        raise ValueError(
+            f"sample_weight must be a number or have one value per row ({n_rows}), "
+            f"got shape {w.shape}"
+        )
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+        raise ValueError("sample_weight must be finite, non-negative and not all zero")
+    return w
+
+
+def weighted_std(y: np.ndarray, w: np.ndarray) -> float:
+    """Standard deviation of ``y`` with row weights ``w``."""
+    mean = (w @ y) / w.sum()
+    return float(np.sqrt((w @ (y - mean) ** 2) / w.sum()))
+
+
+def positive_widths(value) -> bool:
+    """Whether ``value`` is "auto" or positive finite kernel widths."""
+    if isinstance(value, str):
+        return value == "auto"
+    arr = np.asarray(value, dtype=object).ravel()
+    if arr.size == 0:
+        return False
+    try:
+        arr = arr.astype(np.float64)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.all(np.isfinite(arr)) and np.all(arr > 0))

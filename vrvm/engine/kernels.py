@@ -52,14 +52,14 @@ class SufficientStatistics:
         Phi^T y.
     yy : float
         y^T y.
-    n : int
-        Number of rows.
+    n : int or float
+        Number of rows (the sum of the weights for weighted statistics).
     """
 
     G: np.ndarray
     h: np.ndarray
     yy: float
-    n: int
+    n: int | float
 
     def __add__(self, other: SufficientStatistics) -> SufficientStatistics:
         """Statistics of the union of two disjoint row sets: every term is a sum over rows.
@@ -84,6 +84,22 @@ class SufficientStatistics:
         return SufficientStatistics(
             self.G + other.G, self.h + other.h, self.yy + other.yy, self.n + other.n
         )
+
+    def scaled(self, weight: float) -> SufficientStatistics:
+        """The statistics of every row counted ``weight`` times (all sums times weight).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 2)); y = rng.normal(size=40)
+        >>> spec = BasisSpec(centres=X[:5], widths=np.array([1.0]))
+        >>> once = sufficient_statistics(spec, X, y)
+        >>> twice = sufficient_statistics(spec, np.vstack([X, X]), np.concatenate([y, y]))
+        >>> bool(np.allclose(once.scaled(2.0).G, twice.G)), once.scaled(2.0).n
+        (True, 80.0)
+        """
+        w = float(weight)
+        return SufficientStatistics(self.G * w, self.h * w, self.yy * w, self.n * w)
 
     @classmethod
     def zeros(cls, n_columns: int) -> SufficientStatistics:
@@ -336,12 +352,16 @@ def sufficient_statistics(
     *,
     chunk_size: int | None = None,
     columns: np.ndarray | None = None,
+    weight=None,
 ) -> SufficientStatistics:
     """Accumulate G = Phi^T Phi, h = Phi^T y and y^T y over row chunks.
 
     Memory is O(M^2 + chunk_size * M); G is updated by the BLAS symmetric rank-k
     update (dsyrk), the cheapest way to form Phi^T Phi. ``columns`` restricts Phi to
     those columns of ``spec`` (in that order), for example a fitted model's active set.
+    ``weight`` (a number, or one non-negative number per row) gives the weighted
+    statistics G = Phi^T W Phi, h = Phi^T W y, y^T W y and n = sum(w): a row of weight
+    w counts as w rows (rows scaled by sqrt(w) before the update).
 
     Examples
     --------
@@ -352,8 +372,19 @@ def sufficient_statistics(
     >>> many = sufficient_statistics(spec, X, y, chunk_size=7)
     >>> bool(np.allclose(one.G, many.G) and np.allclose(one.h, many.h))
     True
+    >>> twice = sufficient_statistics(spec, X, y, weight=np.full(50, 2.0))
+    >>> bool(np.allclose(twice.G, 2 * one.G) and twice.n == 100)
+    True
     """
     M = spec.n_columns if columns is None else len(columns)
+    if weight is not None and np.ndim(weight) == 0:
+        # one weight for every row: the unweighted statistics, scaled
+        unweighted = sufficient_statistics(
+            spec, X, y, linear, chunk_size=chunk_size, columns=columns
+        )
+        return unweighted.scaled(_row_weights(np.full(1, weight), 1)[0])
+    w = None if weight is None else _row_weights(weight, X.shape[0])
+    root = None if w is None else np.sqrt(w)
     chunk = max(1, min(chunk_size or default_chunk_size(M + 1), X.shape[0]))
     # [Phi, y]^T [Phi, y] = [[G, h], [h^T, y^T y]]: one dsyrk per chunk gives G and h
     # (the target rides along as column M of the chunk buffer, which is reused)
@@ -368,6 +399,8 @@ def sufficient_statistics(
         else:
             block[:, :M] = spec.design(X[start:stop], lin, columns)
         block[:, M] = y[start:stop]
+        if root is not None:
+            block *= root[start:stop, None]
         # syrk on the C-ordered block seen as its transpose updates the upper triangle
         G = dsyrk(1.0, block.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
     h = G[:M, M].copy()
@@ -376,7 +409,21 @@ def sufficient_statistics(
     # entries and twice the diagonal
     full = np.add(G, G.T, order="C")
     full.flat[:: M + 1] *= 0.5
-    return SufficientStatistics(G=full, h=h, yy=float(y @ y), n=X.shape[0])
+    if root is None:
+        return SufficientStatistics(G=full, h=h, yy=float(y @ y), n=X.shape[0])
+    return SufficientStatistics(G=full, h=h, yy=float(w @ y**2), n=float(np.sum(w)))
+
+
+def _row_weights(weight, n_rows: int) -> np.ndarray:
+    """Per-row weights as a checked float64 array."""
+    w = np.asarray(weight, dtype=np.float64)
+    if w.shape != (n_rows,):
+        raise ValueError(
+            f"weight must be a number or have one value per row ({n_rows}), got shape {w.shape}"
+        )
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("weight must be finite and non-negative")
+    return w
 
 
 def choose_centres(X: np.ndarray, max_basis: int, random_state=None) -> np.ndarray:

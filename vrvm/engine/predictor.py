@@ -8,81 +8,19 @@ block and one triangular matrix product.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg.blas import dtrmm
 
+from vrvm.engine._raw_blas import times_lower_transposed
 from vrvm.engine.distributions import Normal, StudentT
 from vrvm.engine.kernels import BasisSpec
 from vrvm.engine.posterior import NormalGammaPosterior
 from vrvm.engine.variational import Priors, VBResult
 
 __all__ = ["CoreFit", "Predictor"]
-
-
-@functools.cache
-def _dtrmm_without_gil():
-    """BLAS ``dtrmm`` called through ctypes, which releases the GIL; None if unavailable.
-
-    scipy's own wrapper (:func:`scipy.linalg.blas.dtrmm`) holds the GIL while BLAS
-    runs, so threads predicting at once (``vrvm predict``) took turns at the biggest
-    product of a prediction; the same routine, from the function pointer scipy exports
-    for Cython (:mod:`scipy.linalg.cython_blas`), runs in parallel.
-    """
-    try:
-        from scipy.linalg import cython_blas
-
-        capsule = cython_blas.__pyx_capi__["dtrmm"]
-        api = ctypes.pythonapi
-        api.PyCapsule_GetName.restype = ctypes.c_char_p
-        api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-        pointer = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
-    except (ImportError, AttributeError, KeyError, ValueError):  # pragma: no cover
-        return None
-    if not pointer:  # pragma: no cover
-        return None
-    c_int, c_double = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
-    char = ctypes.c_char_p
-    signature = ctypes.CFUNCTYPE(
-        None, char, char, char, char, c_int, c_int, c_double, c_double, c_int, c_double, c_int
-    )
-    return signature(pointer)
-
-
-def _times_lower_transposed(lower: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``rows @ lower.T``, written over ``rows`` (C order, (n, K)); ``lower`` is a lower
-    triangular (K, K) matrix in Fortran order.
-
-    In Fortran's column-major view ``rows`` is rows^T (K, n), so this is BLAS
-    rows^T := lower rows^T (dtrmm, side L, no transpose) on the same memory, without
-    the copy to Fortran order scipy's wrapper makes.
-    """
-    trmm = _dtrmm_without_gil()
-    n, k = rows.shape
-    if trmm is None or not (rows.flags.c_contiguous and lower.flags.f_contiguous) or n == 0:
-        return dtrmm(1.0, lower, rows, side=1, lower=1, trans_a=1, overwrite_b=1)
-    c_double = ctypes.POINTER(ctypes.c_double)
-    size, count, one = ctypes.c_int(k), ctypes.c_int(n), ctypes.c_double(1.0)
-    trmm(
-        b"L",
-        b"L",
-        b"N",
-        b"N",
-        ctypes.byref(size),
-        ctypes.byref(count),
-        ctypes.byref(one),
-        lower.ctypes.data_as(c_double),
-        ctypes.byref(size),
-        rows.ctypes.data_as(c_double),
-        ctypes.byref(size),
-    )
-    return rows
 
 
 @dataclass
@@ -167,7 +105,7 @@ class Predictor:
             sl = slice(start, start + chunk)
             phi = self.design(X[sl], None if linear is None else linear[sl])
             np.matmul(phi, self.mean, out=loc[sl])
-            z = _times_lower_transposed(self.chol_inv, phi)  # phi L^-T, in place
+            z = times_lower_transposed(self.chol_inv, phi)  # phi L^-T, in place
             np.einsum("ij,ij->i", z, z, out=quad[sl])
         if self.family == "structured":
             # Student-t scale^2 = (f'/e') (1 + phi^T V phi)

@@ -14,12 +14,15 @@ from vrvm.engine._validation import (
     FORGETTING,
     SEED,
     as_float_array,
+    as_sample_weight,
     as_targets,
     check_finite,
     check_params,
     integer,
     one_of,
+    positive_widths,
     real,
+    weighted_std,
 )
 from vrvm.engine._watchdog import watched_parallel
 from vrvm.engine.kernels import (
@@ -43,22 +46,9 @@ __all__ = ["VRVMRegressor"]
 logger = logging.getLogger(__name__)
 
 
-def _positive_widths(value) -> bool:
-    if isinstance(value, str):
-        return value == "auto"
-    arr = np.asarray(value, dtype=object).ravel()
-    if arr.size == 0:
-        return False
-    try:
-        arr = arr.astype(np.float64)
-    except (TypeError, ValueError):
-        return False
-    return bool(np.all(np.isfinite(arr)) and np.all(arr > 0))
-
-
 # Declarative parameter table: name -> (predicate, description of the allowed values).
 _PARAMETER_CONSTRAINTS = {
-    "kernel_widths": (_positive_widths, '"auto", a positive number or a sequence of them'),
+    "kernel_widths": (positive_widths, '"auto", a positive number or a sequence of them'),
     "kernel_mode": (one_of("stacked", "summed"), '"stacked" or "summed"'),
     "width_selection": (one_of("evidence", "cv"), '"evidence" or "cv"'),
     "n_widths": (integer(1), "an integer >= 1"),
@@ -335,8 +325,9 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         # lambda_scaled = lambda * s^2 ~ Gam(e0, f0 / s^2): the same model on y / s
         return Priors(a0=self.a0, b0=self.b0, e0=self.e0, f0=self.f0 / y_scale**2)
 
-    def _core_fit(self, X, y, linear, widths, centre_rows) -> CoreFit:
-        y_scale = float(np.std(y))
+    def _core_fit(self, X, y, linear, widths, centre_rows, weight=None) -> CoreFit:
+        # weighted standard deviation (the plain one for uniform weights)
+        y_scale = float(np.std(y) if np.ndim(weight) == 0 else weighted_std(y, weight))
         priors = self._priors(y_scale)
         spec = BasisSpec(
             centres=X[centre_rows],
@@ -344,7 +335,9 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             mode=self.kernel_mode,
             n_linear=0 if linear is None else linear.shape[1],
         )
-        stats = sufficient_statistics(spec, X, y / y_scale, linear, chunk_size=self.chunk_size)
+        stats = sufficient_statistics(
+            spec, X, y / y_scale, linear, chunk_size=self.chunk_size, weight=weight
+        )
         options = {"tol": self.tol, "max_iter": self.max_iter, "alpha_max": self.alpha_max}
         if self.solver == "fast":
             result = fit_fast(stats, self.factorization, priors, span_tol=self.span_tol, **options)
@@ -354,21 +347,22 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             logger.warning("VRVM did not converge: %s", result.stop_reason)
         # evidence of the scaled data, moved to the scale of y by the Jacobian -N log s
         evidence = log_evidence(stats.subset(result.active), result.alpha, priors)
-        evidence -= y.size * np.log(y_scale)
+        evidence -= stats.n * np.log(y_scale)
         return CoreFit(spec, centre_rows, result, y_scale, priors, float(evidence))
 
-    def _select_widths(self, X, y, linear, rng):
+    def _select_widths(self, X, y, linear, rng, weight=None):
         n = X.shape[0]
         rows = np.arange(n)
         if n > self.selection_size:
             rows = np.sort(rng.choice(n, size=self.selection_size, replace=False))
         Xs, ys = X[rows], y[rows]
         ls = None if linear is None else linear[rows]
+        ws = weight if np.ndim(weight) == 0 else weight[rows]
         # grid: the final model's centre spacing; scored on <= selection_max_basis of them
         centres = Xs[choose_centres(Xs, self.max_basis, rng)]
         candidates = width_grid(centres, self.n_widths, rng)
         plan = self._selection_plan(Xs, rng)
-        tasks = [(Xs, ys, ls, widths, plan) for widths in candidates]
+        tasks = [(Xs, ys, ls, widths, plan, ws) for widths in candidates]
         if self.n_jobs in (None, 1):
             outcomes = [self._score_widths(*task) for task in tasks]
         else:
@@ -405,23 +399,26 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         folds = KFold(self.cv_folds, shuffle=True, random_state=int(rng.integers(2**31)))
         return [(tr, te, choose_centres(Xs[tr], basis, rng)) for tr, te in folds.split(Xs)]
 
-    def _score_widths(self, Xs, ys, ls, widths, plan):
-        """Score one candidate width set: (log evidence, fit) or (CV log density, None)."""
+    def _score_widths(self, Xs, ys, ls, widths, plan, ws=None):
+        """Score one candidate width set: (log evidence, fit) or (CV log density, None),
+        both weighted by the rows' weights ``ws`` (a number or one per row) if given."""
         if self.width_selection == "evidence":
             ((_, _, centre_rows),) = plan
-            fit = self._core_fit(Xs, ys, ls, widths, centre_rows)
+            fit = self._core_fit(Xs, ys, ls, widths, centre_rows, ws)
             return fit.log_evidence, fit
+        per_row = np.broadcast_to(np.float64(1.0 if ws is None else ws), ys.shape)
         total = 0.0
         for tr, te, centre_rows in plan:
+            w_tr = ws if np.ndim(ws) == 0 else ws[tr]
             fit = self._core_fit(
-                Xs[tr], ys[tr], None if ls is None else ls[tr], widths, centre_rows
+                Xs[tr], ys[tr], None if ls is None else ls[tr], widths, centre_rows, w_tr
             )
             pred = fit.predictor()
             loc, scale = pred.loc_scale(Xs[te], None if ls is None else ls[te])
-            total += float(np.sum(pred.dist(loc, scale).logpdf(ys[te])))
-        return total / ys.size, None
+            total += float(per_row[te] @ pred.dist(loc, scale).logpdf(ys[te]))
+        return total / per_row.sum(), None
 
-    def fit(self, X, y, linear=None):
+    def fit(self, X, y, linear=None, sample_weight=None):
         """Fit the VRVM.
 
         Parameters
@@ -432,6 +429,13 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             Targets.
         linear : array-like of shape (n_samples,) or (n_samples, k), optional
             Extra columns entering the basis linearly (the paper's d(x)).
+        sample_weight : float or array-like of shape (n_samples,), optional
+            How many observations each row stands for in the likelihood: a row of
+            weight w counts as w identical rows (G = Phi^T W Phi, h = Phi^T W y,
+            N = sum w). A single number weighs every row alike: a uniform subsample
+            of n rows standing for N rows (weight N / n) gets the evidence, and so
+            the number of basis functions, of N rows (the first stage of a
+            two-stage fit). Default: 1 for every row.
 
         Returns
         -------
@@ -446,25 +450,28 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("y is constant: there is nothing to learn (and no noise to estimate)")
         if linear is not None:
             linear = self._as_matrix(linear, "linear", X.shape[0])
+        weight = as_sample_weight(sample_weight, X.shape[0])
         rng = np.random.default_rng(self.random_state)
 
         self.width_scores_ = {}
         fit = None
         if isinstance(self.kernel_widths, str):
-            widths, self.width_scores_, fit = self._select_widths(X, y, linear, rng)
+            widths, self.width_scores_, fit = self._select_widths(X, y, linear, rng, weight)
         else:
             widths = np.atleast_1d(np.asarray(self.kernel_widths, dtype=np.float64))
         if fit is None:
-            fit = self._core_fit(X, y, linear, widths, choose_centres(X, self.max_basis, rng))
-        self._set_fitted(fit, X, linear)
+            centres = choose_centres(X, self.max_basis, rng)
+            fit = self._core_fit(X, y, linear, widths, centres, weight)
+        self._set_fitted(fit, X, linear, weight)
         return self
 
-    def _set_fitted(self, fit: CoreFit, X, linear):
+    def _set_fitted(self, fit: CoreFit, X, linear, weight=None):
         self.n_features_in_ = X.shape[1]
         self.n_linear_ = 0 if linear is None else linear.shape[1]
         self.kernel_widths_ = fit.spec.widths.copy()
         self.centre_indices_ = fit.centre_rows
-        set_fitted(self, fit, X.shape[0], fit.result.active)
+        n_rows = X.shape[0] if weight is None else float(np.sum(np.broadcast_to(weight, len(X))))
+        set_fitted(self, fit, n_rows, fit.result.active)
         # the second stage's candidates (module vrvm.engine._refit), never saved
         self._reserve = choose_reserve(fit, self.n_reserve)
 
@@ -561,8 +568,20 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         keep = (0,) if prune else tuple(range(stage.columns.size))
         options = {"tol": self.tol, "max_iter": self.max_iter, "alpha_max": self.alpha_max}
         if self.solver == "fast":
+            # pruning starts from the first stage's functions and precisions (a warm
+            # start: the data mostly re-estimates them) rather than from the bias alone
+            start = None
+            if prune:
+                found = np.flatnonzero(np.isin(stage.candidate, self.active_))
+                start = (found, self.alpha_) if found.size == self.alpha_.size else None
             res = fit_fast(
-                stats, self.factorization, priors, span_tol=self.span_tol, keep=keep, **options
+                stats,
+                self.factorization,
+                priors,
+                span_tol=self.span_tol,
+                keep=keep,
+                start=start,
+                **options,
             )
         else:
             res = fit_coordinate(stats, self.factorization, priors, keep=keep, **options)

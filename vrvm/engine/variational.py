@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg
-from scipy.linalg.blas import dger
 from scipy.special import gammaln, psi
 
 from vrvm.engine._blas import single_threaded_blas
+from vrvm.engine._raw_blas import symmetric_rank_one
 from vrvm.engine.kernels import SufficientStatistics
 
 __all__ = [
@@ -372,6 +372,12 @@ class _RankOneState:
     candidate m, S_m = G_mm - g_m^T V g_m and Q_m = h_m - g_m^T mu (g_m = G[a, m]), and
     log|V|. Each add / re-estimate / delete costs O(K M); :meth:`refresh` recomputes
     everything from a Cholesky factorisation to remove round-off drift.
+
+    V lives in the leading K x K block of a buffer with room to grow, and the rows
+    G[a, :] in the leading K rows of another: an add writes one row and column, a
+    delete closes the gap in place, and every rank-one change of V is one in-place BLAS
+    ``dger`` on the block (:func:`vrvm.engine._raw_blas.symmetric_rank_one`), so no
+    step allocates a K x K temporary or a new V.
     """
 
     def __init__(self, stats: SufficientStatistics, active: np.ndarray, alpha: np.ndarray):
@@ -379,6 +385,8 @@ class _RankOneState:
         self.diag_g = np.diag(stats.G).copy()
         self.active = np.asarray(active, dtype=np.intp)
         self.alpha = np.asarray(alpha, dtype=np.float64)
+        self._v = np.empty((0, 0))
+        self._rows = np.empty((0, stats.h.size))
         self.refresh()
 
     @property
@@ -386,18 +394,45 @@ class _RankOneState:
         """Rows G[a, :] of the active columns, kept contiguous (no gather per step)."""
         return self._rows[: self.active.size]
 
+    @property
+    def V(self) -> np.ndarray:
+        """V = (A + G_aa)^-1, a view of the buffer's leading block."""
+        k = self.active.size
+        return self._v[:k, :k]
+
+    def _room(self, k: int) -> None:
+        """Buffers for at least ``k`` active functions (doubling: amortised O(1) copies)."""
+        if self._v.shape[0] >= k:
+            return
+        size = max(2 * k, 16)
+        old = self._v.shape[0]
+        v = np.empty((size, size))
+        v[:old, :old] = self._v
+        rows = np.empty((size, self.stats.h.size))
+        rows[:old] = self._rows[:old]
+        self._v, self._rows = v, rows
+
     def refresh(self) -> None:
         k = self.active.size
-        if not hasattr(self, "_rows") or self._rows.shape[0] < k:
-            self._rows = np.empty((max(2 * k, 16), self.stats.h.size))
+        self._room(k)
         self._rows[:k] = self.stats.G[self.active]
         g_a = self.g_active
         chol, _ = _cholesky(g_a[:, self.active] + np.diag(self.alpha))
-        linv = linalg.solve_triangular(chol, np.eye(k), lower=True, check_finite=False)
-        self.V = linv.T @ linv  # from the Cholesky factor, used as the update's starting point
+        # L^-1 by LAPACK's triangular inverse and V = L^-T L^-1 by dlauum: no inverse of
+        # A + G_aa itself, whose conditioning is squared in it
+        linv, info = linalg.lapack.dtrtri(chol, lower=1)
+        if info != 0:  # pragma: no cover - chol has a positive diagonal
+            raise np.linalg.LinAlgError(f"dtrtri failed ({info})")
+        linv = np.tril(linv)
+        v_lower, info = linalg.lapack.dlauum(linv, lower=1)
+        if info != 0:  # pragma: no cover
+            raise np.linalg.LinAlgError(f"dlauum failed ({info})")
+        v = np.tril(v_lower)
+        self._v[:k, :k] = v + np.tril(v, -1).T
         self.mu = linalg.cho_solve((chol, True), self.stats.h[self.active], check_finite=False)
         self.logdet_v = -2.0 * float(np.sum(np.log(np.diag(chol))))
-        b = linv @ g_a  # L^-1 G[a, :]
+        # b = L^-1 G[a, :] by a triangular product (half a general product's work)
+        b = linalg.blas.dtrmm(1.0, linv, g_a, lower=1)
         self.S = self.diag_g - np.einsum("ij,ij->j", b, b)
         self.Q = self.stats.h - self.mu @ g_a
 
@@ -415,28 +450,29 @@ class _RankOneState:
         mu_i = self.mu[pos]
         proj = v_i @ self.g_active  # v_i^T g_m for every candidate m
         self.logdet_v += np.log(ratio)
-        # V is symmetric, so its C-ordered buffer read as Fortran order is V again
-        self.V = dger(-kappa, v_i, v_i, a=self.V.T, overwrite_a=1).T
+        symmetric_rank_one(-kappa, v_i, self._v, self.active.size)
         self.mu -= kappa * mu_i * v_i
         self.S += kappa * proj**2
         self.Q += kappa * mu_i * proj
         self.alpha[pos] = new_alpha
 
     def add(self, j: int, new_alpha: float) -> None:
+        k = self.active.size
         g_j = self.stats.G[self.active, j]
         vg = self.V @ g_j
-        sigma_jj = 1.0 / (new_alpha + self.S[j])
+        # S_j is a Schur complement (>= 0); round-off on a nearly collinear candidate can
+        # leave it slightly negative: the floor sparsity_quality chose alpha_j with
+        s_j = max(self.S[j], 1e-12 * self.diag_g[j] + 1e-300)
+        sigma_jj = 1.0 / (new_alpha + s_j)
         mu_j = sigma_jj * self.Q[j]
         e = self.stats.G[j] - vg @ self.g_active  # phi_j^T (I - Phi V Phi^T) phi_m
-        k = self.active.size
-        if self._rows.shape[0] == k:
-            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        self._room(k + 1)
         self._rows[k] = self.stats.G[j]
-        V = np.empty((k + 1, k + 1))
-        V[:k, :k] = self.V + sigma_jj * np.outer(vg, vg)
-        V[:k, k] = V[k, :k] = -sigma_jj * vg
-        V[k, k] = sigma_jj
-        self.V = V
+        # V' = [[V + s vg vg^T, -s vg], [-s vg^T, s]] with s = Sigma_jj
+        symmetric_rank_one(sigma_jj, vg, self._v, k)
+        self._v[:k, k] = -sigma_jj * vg
+        self._v[k, :k] = -sigma_jj * vg
+        self._v[k, k] = sigma_jj
         self.mu = np.append(self.mu - mu_j * vg, mu_j)
         self.logdet_v += np.log(sigma_jj)
         self.S -= sigma_jj * e**2
@@ -449,16 +485,23 @@ class _RankOneState:
             # V is positive definite; a non-positive diagonal is round-off drift of the
             # rank-one updates (nearly collinear columns): refactorise before deleting
             self.refresh()
+        k = self.active.size
         v_j = self.V[:, pos].copy()
         v_jj, mu_j = v_j[pos], self.mu[pos]
         proj = v_j @ self.g_active
         self.S += proj**2 / v_jj
         self.Q += mu_j * proj / v_jj
         self.logdet_v -= np.log(v_jj)
-        self.V = np.delete(np.delete(self.V - np.outer(v_j, v_j) / v_jj, pos, 0), pos, 1)
-        self.mu = np.delete(self.mu - (mu_j / v_jj) * v_j, pos)
-        k = self.active.size
-        self._rows[pos : k - 1] = self._rows[pos + 1 : k]
+        symmetric_rank_one(-1.0 / v_jj, v_j, self._v, k)
+        mu = self.mu - (mu_j / v_jj) * v_j
+        # close the gap in place, keeping the functions' order (moving the last one
+        # into it instead changes the rounding of every later step)
+        last = k - 1
+        if pos != last:
+            self._v[pos:last, :k] = self._v[pos + 1 : k, :k]
+            self._v[:last, pos:last] = self._v[:last, pos + 1 : k].copy()
+            self._rows[pos:last] = self._rows[pos + 1 : k]
+        self.mu = np.delete(mu, pos)
         self.active = np.delete(self.active, pos)
         self.alpha = np.delete(self.alpha, pos)
 
@@ -505,10 +548,13 @@ def fit_fast(
     keep: tuple[int, ...] = (0,),
     refresh_every: int = 200,
     span_tol: float = 1e-6,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> VBResult:
     """Fast variational sparse Bayesian learning on the full candidate set.
 
-    Starts from the columns in ``keep`` (the bias) and, per iteration: updates
+    Starts from the columns in ``keep`` (the bias), or from ``start`` = (columns,
+    alpha), an active set and its precisions that contain ``keep`` (a warm start: a
+    two-stage fit's second stage from the first stage's functions), and, per iteration: updates
     q(lambda) for the current q(w), records the ELBO, computes every candidate's
     s_k and q_k, and applies the single add / re-estimate / delete step with the
     largest gain in the log evidence, setting alpha_k to the exact limit
@@ -542,7 +588,15 @@ def fit_fast(
         np.diag(stats.G)[keep], beta * stats.h[keep] ** 2, priors.a0, priors.b0
     )
     alpha0 = np.where(np.isfinite(alpha0), np.minimum(alpha0, alpha_max), 1.0)
-    state = _RankOneState(stats, keep.copy(), alpha0)
+    if start is None:
+        state = _RankOneState(stats, keep.copy(), alpha0)
+    else:
+        columns, alpha = (np.asarray(v) for v in start)
+        if not np.isin(keep, columns).all() or columns.shape != alpha.shape:
+            raise ValueError("start must be (columns, alpha) of one shape, holding keep")
+        if not (np.all(np.isfinite(alpha)) and np.all(alpha > 0)):
+            raise ValueError("start's alpha must be finite and positive")
+        state = _RankOneState(stats, columns.astype(np.intp), np.minimum(alpha, alpha_max))
     diag_g = state.diag_g
     res = VBResult(state.active, state.alpha, None, 1.0, 1.0, beta, family)
     beta_w = beta

@@ -58,9 +58,10 @@ class Seeds:
         return int(seq.generate_state(1, dtype=np.uint32)[0])
 
 
-def _fit_member(index: int, X, y, d, params: dict) -> tuple[int, VRVMRegressor]:
-    """Fit one member on its shard (module level, so joblib and Dask workers can import it)."""
-    return index, VRVMRegressor(**params).fit(X, y, linear=d)
+def _fit_member(index: int, X, y, d, params: dict, weight=None) -> tuple[int, VRVMRegressor]:
+    """Fit one member on its shard (module level, so joblib and Dask workers can import it);
+    ``weight``: the rows' ``sample_weight`` (a two-stage fit's first stage)."""
+    return index, VRVMRegressor(**params).fit(X, y, linear=d, sample_weight=weight)
 
 
 def _run_dask(client, tasks, on_done) -> None:
@@ -69,12 +70,14 @@ def _run_dask(client, tasks, on_done) -> None:
 
     futures = []
     try:
-        for index, X, y, d, params in tasks:
+        for index, X, y, d, params, weight in tasks:
             # scatter the shard first: large arrays inside a task graph are slow
             data = client.scatter([X, y, d])
             # one BLAS thread per task, as loky's workers have (else each worker's
             # BLAS starts a thread per core: measured 37 s instead of 21 s on 2 workers)
-            futures.append(client.submit(_pinned, _fit_member, index, *data, params, pure=False))
+            futures.append(
+                client.submit(_pinned, _fit_member, index, *data, params, weight, pure=False)
+            )
         # the client's own loop: with a client that is not the default one (a scheduler
         # address), as_completed would look for a default client and find none
         for future in as_completed(futures, loop=client.loop):
@@ -191,7 +194,7 @@ def _report(client, futures, on_done) -> None:
 def fit_members(tasks, progress, started: float, client, n_jobs) -> list[VRVMRegressor]:
     """Fit one member per task, on the Dask ``client`` or in ``n_jobs`` loky processes.
 
-    ``tasks`` holds ``(index, X, y, d, params)``; ``progress(done, total, elapsed_s,
+    ``tasks`` holds ``(index, X, y, d, params, weight)``; ``progress(done, total, elapsed_s,
     "members")`` is called in this process as each member completes (in any order).
     """
     members: list[VRVMRegressor | None] = [None] * len(tasks)

@@ -79,6 +79,7 @@ _PARAMETER_CONSTRAINTS = {
     ),
     "subsample_size": (integer(10), "an integer >= 10"),
     "refit": (one_of("prune", "reestimate"), '"prune" or "reestimate"'),
+    "stage_one_evidence": (one_of("all", "sample"), '"all" or "sample"'),
     "random_state": SEED,
     "name": (
         lambda v: v is None or (isinstance(v, str) and v.isprintable() and 0 < len(v) <= 100),
@@ -201,6 +202,13 @@ class TravelTimeModel(BaseEstimator):
         The second stage: ``"prune"`` runs the fast solver again over the chosen
         functions and a reserve of candidates on the full statistics (the data may drop
         some and add others; docs/scaling.md); ``"reestimate"`` keeps them all.
+    stage_one_evidence : {"all", "sample"}, default="all"
+        The evidence each member's first stage chooses its functions by: ``"all"``
+        counts each sampled trip as the trips it stands for (``sample_weight`` N / n
+        of :meth:`VRVMRegressor.fit`), so the subsample proposes about as many
+        functions as all trips support and the second stage prunes what they do not;
+        ``"sample"`` counts it once (fewer functions; 1.4 % higher CRPS at 1e6 trips,
+        see BENCHMARKS.md). Only two-stage fits use it.
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
@@ -314,6 +322,7 @@ class TravelTimeModel(BaseEstimator):
         selection_size: int = 2000,
         subsample_size: int = 20_000,
         refit: str = "prune",
+        stage_one_evidence: str = "all",
         random_state: int | np.random.Generator | None = None,
         name: str | None = None,
     ):
@@ -337,6 +346,7 @@ class TravelTimeModel(BaseEstimator):
         self.selection_size = selection_size
         self.subsample_size = subsample_size
         self.refit = refit
+        self.stage_one_evidence = stage_one_evidence
         self.random_state = random_state
         self.name = name
 
@@ -412,11 +422,13 @@ class TravelTimeModel(BaseEstimator):
         *,
         final: bool = True,
         n_reserve: int = 0,
+        sample_weight: float | None = None,
     ) -> _FitData:
         """Fit on trips in memory; returns what the second stage of a two-stage fit
         reuses (the trips' features, targets and members). With ``final=False`` (the
         first stage of a two-stage fit) the distance scale is left to the second;
-        ``n_reserve`` is the members' (:class:`VRVMRegressor`)."""
+        ``n_reserve`` is the members' (:class:`VRVMRegressor`), ``sample_weight`` the
+        trips stood for by each trip of ``trips`` (the members' fits, not the widths')."""
         positive = self.target == "log"
         travel_time_s = travel_times(trips, positive=positive)
         n = len(trips)
@@ -452,7 +464,7 @@ class TravelTimeModel(BaseEstimator):
             params = self._member_template(kernel_widths=widths.tolist()).get_params()
             params["random_state"] = seeds.members[m]
             params["n_reserve"] = n_reserve
-            tasks.append((m, X[rows], y[rows], d[rows], params))
+            tasks.append((m, X[rows], y[rows], d[rows], params, sample_weight))
         members = _ensemble.fit_members(tasks, progress, started, client, self.n_jobs)
 
         self.members_ = members
