@@ -80,3 +80,25 @@ def test_width_grid_respects_spacing_of_centres():
     assert width_grid(dense, 2)[0][0] == pytest.approx(
         np.median(np.abs(dense - dense.T)[np.triu_indices(1000, 1)]) / 4, rel=0.05
     )
+
+
+def test_statistics_travel_as_half_a_matrix_and_come_back_exact():
+    import pickle
+
+    from vrvm.engine.kernels import StatisticsAccumulator, SufficientStatistics
+
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    spec = BasisSpec(centres=X[:200], widths=np.array([1.0, 2.0]))
+    acc = StatisticsAccumulator(spec)
+    acc.add(X[:100], y[:100])
+    acc.add(X[100:], y[100:])
+    stats = acc.result()
+    assert np.array_equal(stats.G, stats.G.T)  # exactly symmetric, as the packing needs
+    np.testing.assert_allclose(stats.G, sufficient_statistics(spec, X, y).G, rtol=1e-12)
+    again = pickle.loads(pickle.dumps(stats))
+    assert np.array_equal(again.G, stats.G) and np.array_equal(again.h, stats.h)
+    assert (again.yy, again.n) == (stats.yy, stats.n)
+    assert len(pickle.dumps(stats)) < 0.55 * stats.G.nbytes
+    lopsided = SufficientStatistics(np.triu(stats.G), stats.h, stats.yy, stats.n)
+    assert np.array_equal(pickle.loads(pickle.dumps(lopsided)).G, lopsided.G)  # not packed

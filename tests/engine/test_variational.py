@@ -1,5 +1,7 @@
 """Maths of the variational updates: closed forms, bounds, fixed points."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import special
@@ -261,7 +263,15 @@ def test_columns_nearly_in_the_span_of_the_active_ones_are_never_added(span_tol,
     fit_fast(stats, "structured", Priors(f0=1e-6), max_iter=2000, span_tol=span_tol)
     assert ratios and min(ratios) >= span_tol
     ratios.clear()
-    fit_fast(stats, "structured", Priors(f0=1e-6), max_iter=2000, span_tol=0.0)
+    # without it the solver adds columns in the span of the active ones; where that
+    # path ends (a precision that underflows to 0, a singular factor) depends on the
+    # rounding of G, so only the adds are checked
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            fit_fast(stats, "structured", Priors(f0=1e-6), max_iter=2000, span_tol=0.0)
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+            pass
     assert min(ratios) < 1e-6
 
 

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vrvm.engine.kernels import BasisSpec
+from vrvm.engine._validation import as_targets
+from vrvm.engine.kernels import BasisSpec, StatisticsAccumulator, SufficientStatistics
 from vrvm.engine.predictor import CoreFit
 
-__all__ = ["StageColumns", "choose_reserve", "set_fitted", "stage_columns"]
+__all__ = ["BasisAccumulator", "StageColumns", "choose_reserve", "set_fitted", "stage_columns"]
 
 
 @dataclass(frozen=True)
@@ -123,3 +124,27 @@ def set_fitted(model, fit: CoreFit, n_rows: int, active: np.ndarray) -> None:
     model.converged_ = res.converged
     model.stop_reason_ = res.stop_reason
     model.n_updates_ = 0
+
+
+class BasisAccumulator:
+    """The second stage's statistics of a fitted regressor, added batch by batch
+    (:meth:`VRVMRegressor.statistics_accumulator
+    <vrvm.engine.regressor.VRVMRegressor.statistics_accumulator>`): the batches are
+    checked and put on the fit's unit scale as :meth:`basis_statistics
+    <vrvm.engine.regressor.VRVMRegressor.basis_statistics>` does, and summed in place
+    (:class:`~vrvm.engine.kernels.StatisticsAccumulator`)."""
+
+    def __init__(self, model, stage: StageColumns):
+        self._model = model
+        self._y_scale = model._predictor.y_scale
+        self._acc = StatisticsAccumulator(stage.spec, stage.columns, chunk_size=model.chunk_size)
+
+    def add(self, X, y, linear=None) -> None:
+        """Add the rows ``X`` with targets ``y`` (and linear columns)."""
+        X, linear = self._model._check_predict_input(X, linear)
+        y = as_targets(y, X.shape[0]) if X.shape[0] else np.empty(0)
+        self._acc.add(X, y / self._y_scale, linear)
+
+    def result(self) -> SufficientStatistics:
+        """The statistics of every row added so far."""
+        return self._acc.result()

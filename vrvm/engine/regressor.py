@@ -9,7 +9,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.model_selection import KFold
 from sklearn.utils.validation import check_is_fitted
 
-from vrvm.engine._refit import choose_reserve, set_fitted, stage_columns
+from vrvm.engine._refit import BasisAccumulator, choose_reserve, set_fitted, stage_columns
+from vrvm.engine._state import export_state, restore_state
 from vrvm.engine._validation import (
     FORGETTING,
     SEED,
@@ -32,7 +33,7 @@ from vrvm.engine.kernels import (
     sufficient_statistics,
     width_grid,
 )
-from vrvm.engine.predictor import CoreFit, Predictor
+from vrvm.engine.predictor import CoreFit
 from vrvm.engine.variational import (
     FAMILIES,
     Priors,
@@ -485,7 +486,8 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         ascending order of their candidate column. On the unit scale of the fit (y
         divided by the scale fixed at :meth:`fit`). Statistics of disjoint row sets
         add up (``a + b``), so they can be accumulated over batches, files and
-        machines and passed to :meth:`refit_statistics`.
+        machines and passed to :meth:`refit_statistics`; over many batches in one
+        process, :meth:`statistics_accumulator` does it without an M x M array per batch.
 
         Parameters
         ----------
@@ -497,14 +499,28 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         -------
         SufficientStatistics
         """
+        acc = self.statistics_accumulator()
+        acc.add(X, y, linear)
+        return acc.result()
+
+    def statistics_accumulator(self) -> BasisAccumulator:
+        """An accumulator of :meth:`basis_statistics` over batches of rows.
+
+        ``acc.add(X, y, linear)`` for each batch, then ``acc.result()``: the statistics
+        of all the batches' rows, as :meth:`basis_statistics` of them all at once.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-3, 3, size=(400, 1)); y = np.sinc(X[:, 0])
+        >>> model = VRVMRegressor(kernel_widths=[1.0], max_basis=30).fit(X, y)
+        >>> acc = model.statistics_accumulator()
+        >>> acc.add(X[:150], y[:150]); acc.add(X[150:], y[150:])
+        >>> bool(np.allclose(acc.result().G, model.basis_statistics(X, y).G))
+        True
+        """
         check_is_fitted(self, "_predictor")
-        X, linear = self._check_predict_input(X, linear)
-        y = as_targets(y, X.shape[0]) if X.shape[0] else np.empty(0)
-        stage = stage_columns(self)
-        y = y / self._predictor.y_scale
-        return sufficient_statistics(
-            stage.spec, X, y, linear, chunk_size=self.chunk_size, columns=stage.columns
-        )
+        return BasisAccumulator(self, stage_columns(self))
 
     def zero_statistics(self) -> SufficientStatistics:
         """The statistics of no rows for the columns of :meth:`basis_statistics` (the
@@ -596,37 +612,12 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ state (no pickle)
-    _STATE_ARRAYS = (
-        "active_",
-        "coef_",
-        "alpha_",
-        "relevance_indices_",
-        "relevance_vectors_",
-        "basis_centre_index_",
-        "basis_width_",
-        "kernel_widths_",
-        "elbo_",
-        "centre_indices_",
-    )
-    _STATE_SCALARS = (
-        "n_features_in_",
-        "n_linear_",
-        "n_relevance_",
-        "e_",
-        "f_",
-        "noise_std_",
-        "log_evidence_",
-        "n_iter_",
-        "converged_",
-        "stop_reason_",
-        "n_updates_",
-    )
-
     def export_state(self) -> tuple[dict, dict[str, np.ndarray]]:
         """Fitted state as JSON-serialisable metadata plus numeric arrays.
 
         Together with :meth:`from_state` this stores a model without pickle (for
-        :mod:`vrvm.trips.model_dir`); the arrays are plain float64/int64 ndarrays.
+        :mod:`vrvm.trips.model_dir`); the arrays are plain float64/int64 ndarrays
+        (:mod:`vrvm.engine._state`).
 
         Examples
         --------
@@ -638,73 +629,12 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         True
         """
         check_is_fitted(self, "coef_")
-        params = self.get_params()
-        del params["n_reserve"]  # a fitting option of the first stage, not of the state
-        if not (params["random_state"] is None or isinstance(params["random_state"], int)):
-            params["random_state"] = None
-        params["kernel_widths"] = (
-            params["kernel_widths"]
-            if isinstance(params["kernel_widths"], str)
-            else np.atleast_1d(params["kernel_widths"]).tolist()
-        )
-        pred = self._predictor
-        meta = {
-            "params": params,
-            "fitted": {k: _plain(getattr(self, k)) for k in self._STATE_SCALARS},
-            "predictor": {
-                "e": pred.e,
-                "f": pred.f,
-                "beta_w": pred.beta_w,
-                "family": pred.family,
-                "y_scale": pred.y_scale,
-                "mode": pred.basis.mode,
-                "n_linear": pred.basis.n_linear,
-            },
-        }
-        arrays = {k: np.asarray(getattr(self, k)) for k in self._STATE_ARRAYS}
-        arrays.update(
-            basis_centres=pred.basis.centres,
-            basis_widths=pred.basis.widths,
-            basis_columns=pred.columns,
-            chol=pred.chol,
-            mean=pred.mean,
-        )
-        return meta, arrays
+        return export_state(self)
 
     @classmethod
     def from_state(cls, meta: dict, arrays: dict) -> VRVMRegressor:
         """Rebuild a fitted regressor from :meth:`export_state` output."""
-        try:
-            model = cls(**meta["params"])
-            for key in cls._STATE_SCALARS:
-                setattr(
-                    model,
-                    key,
-                    meta["fitted"].get(key, 0) if key == "n_updates_" else meta["fitted"][key],
-                )
-            for key in cls._STATE_ARRAYS:
-                setattr(model, key, np.asarray(arrays[key]))
-            p = meta["predictor"]
-            basis = BasisSpec(
-                centres=arrays["basis_centres"],
-                widths=arrays["basis_widths"],
-                mode=p["mode"],
-                n_linear=int(p["n_linear"]),
-            )
-            model._predictor = Predictor(
-                basis=basis,
-                columns=np.asarray(arrays["basis_columns"], dtype=np.intp),
-                chol=np.asarray(arrays["chol"], dtype=np.float64),
-                mean=np.asarray(arrays["mean"], dtype=np.float64),
-                e=float(p["e"]),
-                f=float(p["f"]),
-                beta_w=float(p["beta_w"]),
-                family=p["family"],
-                y_scale=float(p["y_scale"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"invalid VRVMRegressor state: {exc!r}") from None
-        return model
+        return restore_state(cls, meta, arrays)
 
     # ------------------------------------------------------------------ online updates
     def partial_fit(self, X, y, linear=None, *, forgetting: float = 1.0):
@@ -792,8 +722,3 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         if return_std:
             return dist.mean(), dist.std()
         return dist.mean()
-
-
-def _plain(value):
-    """numpy scalars -> Python scalars for JSON."""
-    return value.item() if isinstance(value, np.generic) else value

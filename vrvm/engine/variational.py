@@ -359,7 +359,9 @@ def _ell(alpha, s, beta_q2):
 
     l(alpha) = 1/2 [log alpha - log(alpha + s) + beta q^2 / (alpha + s)]; l(inf) = 0.
     """
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # alpha + s can reach the floor s >= 1e-300 of a candidate in the span of the active
+    # ones: the quotient overflows to +inf, a gain the caller's span check then refuses
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         val = 0.5 * (np.log(alpha) - np.log(alpha + s) + beta_q2 / (alpha + s))
     return np.where(np.isinf(alpha), 0.0, val)
 

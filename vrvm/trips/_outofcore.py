@@ -263,7 +263,9 @@ class PartStatistics:
 def part_statistics(dataset, part, plan: StatisticsPlan) -> PartStatistics:
     """Pass 2: every member's sufficient statistics over the trips of ``part`` dealt to it."""
     n_members = len(plan.members)
-    stats = [m.zero_statistics() for m in plan.members]
+    # one accumulator per member: its batches are summed in place (an M x M array per
+    # member for the whole part, not one per batch)
+    sums = [m.statistics_accumulator() for m in plan.members]
     summary, reports = TripSummary(), []
     forced_rows, forced_members = plan.forced.get(part.file, (np.empty(0, np.int64), None))
     for trips, report in dataset.read(part, center=plan.center):
@@ -289,9 +291,9 @@ def part_statistics(dataset, part, plan: StatisticsPlan) -> PartStatistics:
         for m in range(n_members):
             sel = member == m
             if sel.any():
-                stats[m] = stats[m] + plan.members[m].basis_statistics(X[sel], y[sel], d[sel, None])
+                sums[m].add(X[sel], y[sel], d[sel, None])
         summary.add(trips, seconds)
-    return PartStatistics(stats, summary, reports)
+    return PartStatistics([acc.result() for acc in sums], summary, reports)
 
 
 def pairwise_sum(items, add=operator.add):
