@@ -151,11 +151,19 @@ def train_panel(key: str, ctx: ModelContext, *, n_stored: int) -> None:
             if message != refused:  # shown with its way out by evaluation_panel
                 st.error(f"{plain_markdown(name)} failed: {plain_markdown(message)}")
         status.update(
-            label=f"Trained {len(result.candidates)} candidate(s); "
-            f"scored on {len(result.holdout):,} hold-out trips",
+            label=f"Trained {len(result.candidates)} candidate(s); scored on {_scored(result)}",
             state="complete" if result.candidates else "error",
         )
     st.session_state[f"{key}_result"] = result
+
+
+def _scored(result: retrain.RetrainResult) -> str:
+    """The hold-out trips the scores are of, in words."""
+    if result.n_scored < len(result.holdout):
+        return (
+            f"uniform sample of {result.n_scored:,} of the {len(result.holdout):,} hold-out trips"
+        )
+    return f"{len(result.holdout):,} hold-out trips"
 
 
 def _refusal(key: str, result: retrain.RetrainResult) -> None:
@@ -190,8 +198,8 @@ def evaluation_panel(key: str, ctx: ModelContext) -> None:
         return
     st.subheader("Hold-out evaluation")
     st.caption(
-        f"All models scored on the same {len(result.holdout):,} hold-out trips, which no "
-        "candidate saw in training (the active model may have, if they were in its data)."
+        f"All models scored on the same {_scored(result)}, which no candidate saw in "
+        "training (the active model may have, if they were in its data)."
     )
     if result.active_name and not result.comparable:
         st.warning(

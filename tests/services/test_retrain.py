@@ -264,3 +264,16 @@ def test_the_name_field_and_its_default(tmp_path, tiny_model):
     assert result.candidates["Full retrain"].name == "Synthetica, March"
     unnamed = run_retrain(trips, SMALL, active=None)
     assert unnamed.candidates["Full retrain"].name is None
+
+
+def test_a_large_hold_out_is_scored_on_a_uniform_sample(tiny_model, monkeypatch):
+    import vrvm.services.retrain as retrain
+
+    trips = synthetic_city(800, seed=12)
+    whole = run_retrain(trips, SMALL, active=tiny_model, active_version=1)
+    assert whole.n_scored == len(whole.holdout) == 200
+    assert all(s.metrics["n"] == 200 for s in whole.scores.values())
+    monkeypatch.setattr(retrain, "MAX_TEST_TRIPS", 50)  # stands for 100,000
+    sampled = run_retrain(trips, SMALL, active=tiny_model, active_version=1)
+    assert sampled.n_scored == 50 and len(sampled.holdout) == 200
+    assert {s.metrics["n"] for s in sampled.scores.values()} == {50}  # every model, the same

@@ -207,7 +207,9 @@ class BasisSpec:
             return np.concatenate([head, np.full(self.n_centres, np.nan)])
         return np.concatenate([head, np.repeat(self.widths, self.n_centres)])
 
-    def design(self, X: np.ndarray, linear: np.ndarray | None, columns=None) -> np.ndarray:
+    def design(
+        self, X: np.ndarray, linear: np.ndarray | None, columns=None, out=None
+    ) -> np.ndarray:
         """Design matrix rows phi(x) for a block of inputs.
 
         Parameters
@@ -216,6 +218,8 @@ class BasisSpec:
         linear : ndarray of shape (n, n_linear) or None
         columns : array of int, optional
             Compute only these columns (the active set); default all.
+        out : ndarray of shape (n, len(columns)), optional
+            A C-contiguous float64 array to write into (no new array per block).
 
         Returns
         -------
@@ -223,7 +227,7 @@ class BasisSpec:
         """
         n = X.shape[0]
         if columns is None:
-            return self._full_design(X, linear)
+            return self._full_design(X, linear, out=out)
         plan = self._plan(np.asarray(columns, dtype=np.intp))
         if plan.operand is not None:
             # stacked kernels: the rows [x, ||x||^2, 1] times plan.operand give every
@@ -235,10 +239,10 @@ class BasisSpec:
             rows[:, :-2] = X
             np.einsum("ij,ij->i", X, X, out=rows[:, -2])
             rows[:, -1] = 1.0
-            out = rows @ plan.operand
+            out = np.matmul(rows, plan.operand, out=out)
             np.minimum(out, 0.0, out=out)
             np.exp(out, out=out)
-        else:
+        elif out is None:
             out = np.empty((n, plan.n_out), dtype=np.float64)
         for j, c in plan.head:
             out[:, j] = 1.0 if c == 0 else linear[:, c - 1]
@@ -388,10 +392,11 @@ def _from_upper(upper: np.ndarray, m: int, h, yy, n) -> SufficientStatistics:
 class StatisticsAccumulator:
     """G = Phi^T Phi, h = Phi^T y, y^T y and n of rows added batch by batch.
 
-    One (M + 1) x (M + 1) array, updated in place by the BLAS symmetric rank-k update
-    (dsyrk) with [Phi, y] of each chunk of rows: its upper triangle holds G, h (column
-    M) and y^T y (the corner), so adding rows allocates nothing of size M^2 and the
-    symmetric G is formed once, by :meth:`result`. Memory: O(M^2 + chunk_size * M).
+    G's upper triangle is updated in place by the BLAS symmetric rank-k update (dsyrk)
+    with each chunk of Phi, written by the design straight into one reused buffer, and
+    h by a product with the same chunk: adding rows allocates nothing of size M^2 or
+    chunk x M, and the symmetric G is formed once, by :meth:`result`. Memory:
+    O(M^2 + chunk_size * M).
 
     Parameters
     ----------
@@ -417,11 +422,12 @@ class StatisticsAccumulator:
         self.spec = spec
         self.columns = None if columns is None else np.asarray(columns, dtype=np.intp)
         self.n_columns = spec.n_columns if columns is None else len(self.columns)
-        self.chunk_size = chunk_size or default_chunk_size(self.n_columns + 1)
+        self.chunk_size = chunk_size or default_chunk_size(self.n_columns)
         m = self.n_columns
-        # [Phi, y]^T [Phi, y] = [[G, h], [h^T, y^T y]]: one dsyrk per chunk gives all
-        self._raw = np.zeros((m + 1, m + 1), dtype=np.float64, order="F")
-        self._buffer = np.empty((0, m + 1), dtype=np.float64)
+        self._upper = np.zeros((m, m), dtype=np.float64, order="F")  # G's upper triangle
+        self._h = np.zeros(m)
+        self._buffer = np.empty((0, m), dtype=np.float64)
+        self.yy = 0.0
         self.n: int | float = 0
 
     def add(self, X: np.ndarray, y: np.ndarray, linear=None, *, weight=None) -> None:
@@ -429,39 +435,42 @@ class StatisticsAccumulator:
         non-negative number per row (a row of weight w counts as w rows)."""
         m = self.n_columns
         root = None
+        y = np.asarray(y, dtype=np.float64)
         if weight is not None:
             w = _row_weights(weight, X.shape[0])
             root = np.sqrt(w)
+            y = root * y  # sqrt(w) y: h = Phi^T W y and y^T W y below
             self.n = self.n + float(np.sum(w))
         else:
             self.n = self.n + X.shape[0]
+        self.yy += float(y @ y)
         chunk = max(1, min(self.chunk_size, X.shape[0]))
         if self._buffer.shape[0] < chunk:
-            self._buffer = np.empty((chunk, m + 1), dtype=np.float64)
+            self._buffer = np.empty((chunk, m), dtype=np.float64)
         for start in range(0, X.shape[0], chunk):
             stop = min(start + chunk, X.shape[0])
-            block = self._buffer[: stop - start]
+            block = self._buffer[: stop - start]  # contiguous: the design is written in place
             lin = None if linear is None else linear[start:stop]
             if self.columns is None:
                 self.spec._full_design(X[start:stop], lin, out=block)
             else:
-                block[:, :m] = self.spec.design(X[start:stop], lin, self.columns)
-            block[:, m] = y[start:stop]
+                self.spec.design(X[start:stop], lin, self.columns, out=block)
             if root is not None:
                 block *= root[start:stop, None]
             # syrk on the C-ordered block seen as its transpose updates the upper triangle
-            self._raw = dsyrk(1.0, block.T, beta=1.0, c=self._raw, trans=0, lower=0, overwrite_c=1)
+            self._upper = dsyrk(
+                1.0, block.T, beta=1.0, c=self._upper, trans=0, lower=0, overwrite_c=1
+            )
+            self._h += y[start:stop] @ block
 
     def result(self) -> SufficientStatistics:
         """The statistics of every row added so far."""
         m = self.n_columns
-        h = self._raw[:m, m].copy()
-        upper = self._raw[:m, :m]
         # the strict lower triangle is still zero: G + G^T has the right off-diagonal
         # entries and twice the diagonal
-        full = np.add(upper, upper.T, order="C")
+        full = np.add(self._upper, self._upper.T, order="C")
         full.flat[:: m + 1] *= 0.5
-        return SufficientStatistics(G=full, h=h, yy=float(self._raw[m, m]), n=self.n)
+        return SufficientStatistics(G=full, h=self._h.copy(), yy=self.yy, n=self.n)
 
 
 def sufficient_statistics(
@@ -505,10 +514,7 @@ def sufficient_statistics(
         return unweighted.scaled(_row_weights(np.full(1, weight), 1)[0])
     acc = StatisticsAccumulator(spec, columns, chunk_size=chunk_size)
     acc.add(X, y, linear, weight=weight)
-    stats = acc.result()
-    if weight is None:  # y^T y exactly as before the accumulator: one dot product
-        stats = SufficientStatistics(stats.G, stats.h, float(y @ y), stats.n)
-    return stats
+    return acc.result()
 
 
 def _row_weights(weight, n_rows: int) -> np.ndarray:
