@@ -66,6 +66,7 @@ Usage::
     python benchmarks/bench_trips.py                         # full run, ~15 min
     python benchmarks/bench_trips.py --skip gp,ard --quick   # smoke test, ~1 min
     python benchmarks/bench_trips.py --explore               # VRVM settings grid, ~8 min
+    python benchmarks/bench_trips.py --city nyc --splits random   # NYC 2016 (or sf)
 
 Prints one Markdown table per split and writes raw JSON to
 ``benchmarks/results/bench_trips.json`` (``bench_trips_explore.json`` for ``--explore``).
@@ -101,7 +102,16 @@ from vrvm.trips.geo import haversine_km
 logger = logging.getLogger("bench_trips")
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO / ".." / "shared" / "data" / "chicago_taxi_trips.csv"
+SHARED = REPO / ".." / "shared" / "data"
+# --city NAME: the real samples in ../shared/data, all read and cleaned by read_trips'
+# defaults (the NYC sample has no calendar date: its trips sit in a reference week by
+# weekday and clock, so its "time" split orders them by weekday and clock)
+CITIES = {
+    "chicago": "chicago_taxi_trips.csv",
+    "nyc": "nyc_taxi_2016_sample.csv",
+    "sf": "sf_bikeshare_2019-02_partial.csv",
+}
+DEFAULT_DATA = SHARED / CITIES["chicago"]
 RESULTS = Path(__file__).resolve().parent / "results"
 MODELS = (
     "vrvm",
@@ -836,7 +846,13 @@ def explore_table(rows: list[dict]) -> str:
 # ---------------------------------------------------------------------------- main
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="trip file (CSV/Parquet)")
+    parser.add_argument("--data", type=Path, default=None, help="trip file (CSV/Parquet)")
+    parser.add_argument(
+        "--city",
+        choices=sorted(CITIES),
+        default="chicago",
+        help="a real sample in ../shared/data (ignored with --data)",
+    )
     parser.add_argument("--skip", default="", help=f"comma-separated models to skip: {MODELS}")
     parser.add_argument("--quick", action="store_true", help="small anchors, for a smoke test")
     parser.add_argument("--splits", default="random,time", help="comma-separated: random,time")
@@ -866,6 +882,10 @@ def main(argv=None) -> int:
     }
     settings = Settings.quick(**overrides) if args.quick else Settings(**overrides)
 
+    if args.data is None:
+        args.data = SHARED / CITIES[args.city]
+    city = args.city if args.data == SHARED / CITIES[args.city] else args.data.stem
+    suffix = "" if city == "chicago" else f"_{city}"
     load_start = os.getloadavg()
     cleaning = CleaningConfig()  # documented defaults: 60 s, 3 h, 120 km/h
     trips, report = read_trips(args.data, cleaning=cleaning)
@@ -875,6 +895,7 @@ def main(argv=None) -> int:
 
     meta = {
         "data": str(args.data),
+        "city": city,
         "cleaning_config": cleaning.to_dict(),
         "cleaning_report": report.to_dict(),
         "settings": settings.__dict__,
@@ -889,7 +910,8 @@ def main(argv=None) -> int:
         meta["split"] = split.summary()
         meta["load_avg_end"] = list(os.getloadavg())
         print(explore_table(rows))
-        suffix = "" if args.explore_split == "random" else f"_{args.explore_split}"
+        if args.explore_split != "random":
+            suffix += f"_{args.explore_split}"
         out = args.out or RESULTS / f"bench_trips_explore{suffix}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
@@ -925,7 +947,7 @@ def main(argv=None) -> int:
         print(markdown_table(split.name, results[split.name]), end="\n\n")
     print(f"load average (1/5/15 min) at start {load_start}, at end {meta['load_avg_end']}")
 
-    out = args.out or RESULTS / "bench_trips.json"
+    out = args.out or RESULTS / f"bench_trips{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     print(f"wrote {out}")

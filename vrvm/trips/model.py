@@ -35,6 +35,7 @@ from vrvm.engine.metrics import DEFAULT_LEVELS, evaluate_distribution
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips import _ensemble, model_format
+from vrvm.trips._online import OnlineState, record_history
 from vrvm.trips.features import TripFeaturizer
 from vrvm.trips.table import check_trips, summarise_trips, travel_times, trip_provenance
 from vrvm.trips.zones import stratified_shards, trip_strata
@@ -80,6 +81,8 @@ _PARAMETER_CONSTRAINTS = {
     "subsample_size": (integer(10), "an integer >= 10"),
     "refit": (one_of("prune", "reestimate"), '"prune" or "reestimate"'),
     "stage_one_evidence": (one_of("all", "sample"), '"all" or "sample"'),
+    "online_reserve": (integer(0), "an integer >= 0"),
+    "online_every": (integer(1), "an integer >= 1"),
     "random_state": SEED,
     "name": (
         lambda v: v is None or (isinstance(v, str) and v.isprintable() and 0 < len(v) <= 100),
@@ -112,10 +115,6 @@ class _FitData(NamedTuple):
     shard_of_row: np.ndarray
     shard_rows: list
     raw: np.ndarray
-
-
-def _round_for_json(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
 
 
 class TravelTimeModel(BaseEstimator):
@@ -209,6 +208,12 @@ class TravelTimeModel(BaseEstimator):
         functions as all trips support and the second stage prunes what they do not;
         ``"sample"`` counts it once (fewer functions; 1.4 % higher CRPS at 1e6 trips,
         see BENCHMARKS.md). Only two-stage fits use it.
+    online_reserve : int, default=300
+        Candidates each member keeps beside its functions for :meth:`update` to add
+        (in memory, not saved; one-stage fits). 0: updates only re-weight the functions.
+    online_every : int, default=100
+        Each member re-solves its basis over its functions and reserve after every
+        ``online_every`` trips it learns (:meth:`update`; benchmarks/bench_online.py).
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
@@ -323,6 +328,8 @@ class TravelTimeModel(BaseEstimator):
         subsample_size: int = 20_000,
         refit: str = "prune",
         stage_one_evidence: str = "all",
+        online_reserve: int = 300,
+        online_every: int = 100,
         random_state: int | np.random.Generator | None = None,
         name: str | None = None,
     ):
@@ -347,6 +354,8 @@ class TravelTimeModel(BaseEstimator):
         self.subsample_size = subsample_size
         self.refit = refit
         self.stage_one_evidence = stage_one_evidence
+        self.online_reserve = online_reserve
+        self.online_every = online_every
         self.random_state = random_state
         self.name = name
 
@@ -421,14 +430,17 @@ class TravelTimeModel(BaseEstimator):
         provenance: dict[str, Any],
         *,
         final: bool = True,
-        n_reserve: int = 0,
+        n_reserve: int | None = None,
         sample_weight: float | None = None,
     ) -> _FitData:
         """Fit on trips in memory; returns what the second stage of a two-stage fit
         reuses (the trips' features, targets and members). With ``final=False`` (the
         first stage of a two-stage fit) the distance scale is left to the second;
-        ``n_reserve`` is the members' (:class:`VRVMRegressor`), ``sample_weight`` the
-        trips stood for by each trip of ``trips`` (the members' fits, not the widths')."""
+        ``n_reserve`` is the members' (:class:`VRVMRegressor`; None: ``online_reserve``),
+        ``sample_weight`` the trips stood for by each trip of ``trips`` (the members'
+        fits, not the widths')."""
+        if n_reserve is None:
+            n_reserve = self.online_reserve
         positive = self.target == "log"
         travel_time_s = travel_times(trips, positive=positive)
         n = len(trips)
@@ -484,8 +496,11 @@ class TravelTimeModel(BaseEstimator):
         data = _FitData(X, y, d, shard_of_row, shard_rows, raw)
         self._set_relevance_trips(data)
         self.featurizer_ = featurizer
+        self._online = OnlineState(None)
         if final:
             self._fit_noise_scale(X, y, d, shard_of_row, seeds.noise_scale)
+            if self.online_reserve > 0:
+                self._online = OnlineState([(X[r], y[r], d[r]) for r in shard_rows])
         self.kernel_widths_ = widths
         self.width_scores_ = width_scores
         self.h3_resolution_ = resolution
@@ -650,13 +665,18 @@ class TravelTimeModel(BaseEstimator):
         forgetting: float = 1.0,
         assign: str = "shard",
     ) -> TravelTimeModel:
-        """Update every member's posterior with new trips, in milliseconds, without refitting.
+        """Learn new trips without refitting, in about a millisecond per trip.
 
-        Each member keeps its relevance vectors, kernel widths and alpha; the
-        posterior over its weights and noise precision is conjugate given those, so
-        today's posterior becomes tomorrow's prior (:meth:`VRVMRegressor.partial_fit`).
-        Features use the standardisation learned at fit time. Updates the model in
-        place and returns it; copy it first (``copy.deepcopy``) to keep the old one.
+        Each member's posterior over its weights and noise precision is conjugate given
+        its basis functions, so today's posterior becomes tomorrow's prior
+        (:meth:`VRVMRegressor.partial_fit`); a member of a model fitted in this process
+        (with ``online_reserve > 0``) also keeps the statistics of its functions and
+        reserve candidates and re-solves its basis every ``online_every`` trips, so
+        functions the stream supports come in and others go out
+        (:class:`vrvm.engine.growing.GrowingBasis`). The distance scale is refitted on
+        the members' predictions of the streamed trips made before they learn them
+        (:mod:`vrvm.trips._online`). Updates the model in place and returns it; copy it
+        first (``copy.deepcopy``) to keep the old one.
 
         Parameters
         ----------
@@ -668,8 +688,8 @@ class TravelTimeModel(BaseEstimator):
         assign : {"shard", "all"}, default="shard"
             ``"shard"``: trips are dealt to the members in turn (continuing across
             calls), keeping each member's share of the data as at fit time, as the
-            ensemble was trained; a one-trip update then costs one member's time (0.8 ms
-            on the Chicago benchmark). ``"all"``: every member learns every trip (8x the
+            ensemble was trained; a one-trip update then costs one member's time.
+            ``"all"``: every member learns every trip (8x the
             work; within 1 % of the same CRPS in benchmarks/bench_online.py).
 
         Returns
@@ -684,43 +704,23 @@ class TravelTimeModel(BaseEstimator):
         travel_time_s = travel_times(trips, positive=self.target == "log")
         X, d = self.featurizer_.transform(trips)
         y = np.log(travel_time_s) if self.target == "log" else travel_time_s
+        online = getattr(self, "_online", None)
+        if online is None:  # a loaded model
+            online = self._online = OnlineState(None)
+        online.record(self, X, y, d)
         n_members = len(self.members_)
         seen = self.n_updates_
-        for m, member in enumerate(self.members_):
+        for m in range(n_members):
             rows = (
                 slice(None) if assign == "all" else (np.arange(len(trips)) + seen) % n_members == m
             )
             if assign == "all" or np.any(rows):
-                member._update(X[rows], y[rows], d[rows, None], forgetting)
+                online.learn(self, m, X[rows], y[rows], d[rows], forgetting)
+        online.refit_scale(self, _degrees_of_freedom(self._predictives()))
+        self.n_relevance_ = np.array([member.n_relevance_ for member in self.members_])
         self.n_updates_ = seen + len(trips)
-        self._record_update(trips, forgetting, assign)
+        self.update_history_ = record_history(self.update_history_, trips, forgetting, assign)
         return self
-
-    def _record_update(self, trips: pd.DataFrame, forgetting: float, assign: str) -> None:
-        """Append to ``update_history_``; consecutive updates with the same settings are
-        merged into one entry (trip count and time range), so a stream of single-trip
-        updates costs no bookkeeping and the saved history stays short."""
-        times = trips["start_time"]
-        first, last = times.iloc[0], times.iloc[-1]
-        if len(trips) > 1:
-            first, last = times.min(), times.max()
-        history = self.update_history_
-        entry = history[-1] if history else None
-        if entry and entry["forgetting"] == float(forgetting) and entry["assign"] == assign:
-            entry["n_trips"] += len(trips)
-            entry["start"] = min(pd.Timestamp(entry["start"]), first).isoformat()
-            entry["end"] = max(pd.Timestamp(entry["end"]), last).isoformat()
-        else:
-            history.append(
-                {
-                    "n_trips": len(trips),
-                    "start": first.isoformat(),
-                    "end": last.isoformat(),
-                    "forgetting": float(forgetting),
-                    "assign": assign,
-                }
-            )
-        self.update_history_ = history
 
     def relevance_trips(self) -> pd.DataFrame:
         """The training trips that became relevance vectors, one row per (member, trip).
