@@ -1,7 +1,9 @@
 """Benchmark of the travel-time model against the anchors people would otherwise use.
 
 On the Chicago taxi sample (``../shared/data/chicago_taxi_trips.csv`` from the repository
-root), after the documented cleaning of :func:`vrvm.read_trips` (defaults: drop trips
+root; ``--city nyc`` and ``--city sf`` for the NYC 2016 taxi and San Francisco bike-share
+samples there, ``--city synthetic`` for 14,000 trips of Synthetica), after the documented
+cleaning of :func:`vrvm.read_trips` (defaults: drop trips
 shorter than 60 s, longer than 3 h or faster than 120 km/h straight-line), two splits
 are scored:
 
@@ -15,6 +17,9 @@ and the climatology on log seconds (so their predictives are log-normal on secon
 
 ``vrvm``
     ``TravelTimeModel(n_jobs=2, random_state=0)`` with its defaults.
+``vrvm_shard_weight1``
+    The same with ``shard_weight=1``: each member fitted on its shard's plain likelihood
+    (the default before issue 16).
 ``vrvm_constant_noise``
     The same with ``noise_model="constant"``: each member's own noise level for every
     trip (the paper's model), without the distance scale.
@@ -112,9 +117,21 @@ CITIES = {
     "sf": "sf_bikeshare_2019-02_partial.csv",
 }
 DEFAULT_DATA = SHARED / CITIES["chicago"]
+SYNTHETIC_TRIPS = 14_000  # about the Chicago sample's size
+
+
+def synthetic_trips(cleaning):
+    """Synthetica's trips (``--city synthetic``), cleaned like a file's."""
+    from vrvm import synthetic_city
+    from vrvm.trips.cleaning import clean_trips
+
+    return clean_trips(synthetic_city(SYNTHETIC_TRIPS, seed=0), cleaning, source="synthetic_city")
+
+
 RESULTS = Path(__file__).resolve().parent / "results"
 MODELS = (
     "vrvm",
+    "vrvm_shard_weight1",
     "vrvm_constant_noise",
     "vrvm_distance_linear_only",
     "vrvm_max_basis2000",
@@ -608,6 +625,7 @@ RUNNERS: dict[str, Callable[[Split, Settings], dict[str, Any]]] = {
     "vrvm_constant_noise": functools.partial(run_vrvm, noise_model="constant"),
     "vrvm_distance_linear_only": functools.partial(run_vrvm, distance_in_kernel=False),
     # the best parameter-only settings of --explore (see the module docstring)
+    "vrvm_shard_weight1": functools.partial(run_vrvm, shard_weight=1.0),
     "vrvm_max_basis2000": functools.partial(run_vrvm, max_basis=2000),
     "vrvm_widths4": functools.partial(run_vrvm, kernel_widths=[0.5, 1.0, 2.0, 4.0]),
     "bayesian_ridge": run_bayesian_ridge,
@@ -849,9 +867,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=None, help="trip file (CSV/Parquet)")
     parser.add_argument(
         "--city",
-        choices=sorted(CITIES),
+        choices=[*sorted(CITIES), "synthetic"],
         default="chicago",
-        help="a real sample in ../shared/data (ignored with --data)",
+        help="a real sample in ../shared/data (ignored with --data), or 'synthetic': "
+        f"{SYNTHETIC_TRIPS:,} trips of synthetic_city(seed=0)",
     )
     parser.add_argument("--skip", default="", help=f"comma-separated models to skip: {MODELS}")
     parser.add_argument("--quick", action="store_true", help="small anchors, for a smoke test")
@@ -882,19 +901,23 @@ def main(argv=None) -> int:
     }
     settings = Settings.quick(**overrides) if args.quick else Settings(**overrides)
 
-    if args.data is None:
+    synthetic = args.data is None and args.city == "synthetic"
+    if args.data is None and not synthetic:
         args.data = SHARED / CITIES[args.city]
-    city = args.city if args.data == SHARED / CITIES[args.city] else args.data.stem
+    city = args.city if synthetic or args.data == SHARED / CITIES[args.city] else args.data.stem
     suffix = "" if city == "chicago" else f"_{city}"
     load_start = os.getloadavg()
     cleaning = CleaningConfig()  # documented defaults: 60 s, 3 h, 120 km/h
-    trips, report = read_trips(args.data, cleaning=cleaning)
+    if synthetic:
+        trips, report = synthetic_trips(cleaning)
+    else:
+        trips, report = read_trips(args.data, cleaning=cleaning)
     print(report.summary(), end="\n\n")
     wanted = {s.strip() for s in args.splits.split(",")}
     splits = [s for s in make_splits(trips) if s.name in wanted]
 
     meta = {
-        "data": str(args.data),
+        "data": "synthetic_city" if synthetic else str(args.data),
         "city": city,
         "cleaning_config": cleaning.to_dict(),
         "cleaning_report": report.to_dict(),

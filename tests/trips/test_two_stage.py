@@ -251,7 +251,8 @@ def test_the_first_stage_weight_is_the_inverse_sampling_rate(folder, monkeypatch
     weights.clear()
     in_one_stage = TravelTimeModel(**{**FAST, "subsample_size": 5000})
     fit_dataset(in_one_stage, TripDataset(folder, part_rows=3000))
-    assert weights == [None] * 4  # all trips fit in the first stage: no weight
+    # all trips fit in the first stage: the one-stage fit's shard_weight
+    assert weights == [pytest.approx(in_one_stage.shard_weight)] * 4
 
 
 def test_with_the_samples_evidence_a_reserve_lets_the_second_stage_add_functions(

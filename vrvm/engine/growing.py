@@ -39,6 +39,10 @@ class GrowingBasis:
         is kept (otherwise only its active columns, so re-solves can only prune).
     X, y, linear
         The rows the model was fitted on (its statistics are computed once, here).
+    weight : float, default=1.0
+        How many rows each row stands for in the statistics, those of ``X`` and of every
+        row added later: the ``sample_weight`` the model was fitted with. (Between
+        re-solves the posterior of the current functions counts each added row once.)
 
     Attributes
     ----------
@@ -73,16 +77,24 @@ class GrowingBasis:
     (0.02, 1940)
     """
 
-    def __init__(self, model, X, y, linear=None):
+    def __init__(self, model, X, y, linear=None, *, weight: float = 1.0):
         X, linear = model._check_predict_input(X, linear)
         y = as_targets(y, X.shape[0])
+        if not (np.isfinite(weight) and weight > 0):
+            raise ValueError(f"weight must be a finite number > 0, got {weight!r}")
+        self._weight = float(weight)
         self._model = model
         self._stage = stage_columns(model)
         self._y_scale = model._predictor.y_scale
         self._stats = SufficientStatistics.zeros(self._stage.columns.size)
         self._pending = self._accumulator()
-        self._pending.add(X, y / self._y_scale, linear)
+        self._pending.add(X, y / self._y_scale, linear, weight=self._row_weights(X.shape[0]))
         self.n_resolves = 0
+
+    def _row_weights(self, k: int, forgetting: float = 1.0) -> np.ndarray | None:
+        if self._weight == 1.0 and forgetting == 1.0:
+            return None
+        return self._weight * forgetting ** np.arange(k - 1, -1, -1, dtype=np.float64)
 
     def _accumulator(self) -> StatisticsAccumulator:
         return StatisticsAccumulator(
@@ -119,11 +131,9 @@ class GrowingBasis:
         n_updates = model.n_updates_
         model._update(X, y, linear, forgetting)
         model.n_updates_ = n_updates + X.shape[0]
-        weight = None
         if forgetting < 1.0:
-            k = X.shape[0]
-            self._stats = self.statistics().scaled(forgetting**k)
-            weight = forgetting ** np.arange(k - 1, -1, -1, dtype=np.float64)
+            self._stats = self.statistics().scaled(forgetting ** X.shape[0])
+        weight = self._row_weights(X.shape[0], forgetting)
         self._pending.add(X, y / self._y_scale, linear, weight=weight)
 
     def resolve(self):

@@ -27,6 +27,7 @@ import pandas as pd
 
 from vrvm.engine.calibration import fit_scale_model, scale_features
 from vrvm.engine.growing import GrowingBasis
+from vrvm.trips._ensemble import member_loc_scale
 
 __all__ = ["SCALE_REFIT_TRIPS", "SCALE_STREAM_ROWS", "OnlineState", "record_history"]
 
@@ -43,8 +44,9 @@ class OnlineState:
 
     Parameters
     ----------
-    fit_rows : list of (X, y, d) or None
-        Each member's training rows (features, target, distance column), from which
+    fit_rows : list of (X, y, d, weight) or None
+        Each member's training rows (features, target, distance column) and the trips
+        each of them stood for in its fit (its ``sample_weight``), from which
         its :class:`~vrvm.engine.growing.GrowingBasis` is built at the first update;
         None: members keep their fixed bases (a loaded model, a two-stage fit).
     """
@@ -67,8 +69,8 @@ class OnlineState:
         self.since_resolve = np.zeros(len(members), dtype=np.int64)
         if self._fit_rows is not None and online_reserve > 0:
             self.bases = [
-                GrowingBasis(member, X, y, d[:, None])
-                for member, (X, y, d) in zip(members, self._fit_rows, strict=True)
+                GrowingBasis(member, X, y, d[:, None], weight=weight)
+                for member, (X, y, d, weight) in zip(members, self._fit_rows, strict=True)
             ]
         self._fit_rows = None  # the statistics hold what is needed of them
 
@@ -76,7 +78,7 @@ class OnlineState:
         """Keep the members' predictions of new trips, made before they learn them."""
         if model.noise_model == "constant":
             return
-        loc, scale = model._member_loc_scale(model._predictives(), X, d)
+        loc, scale = member_loc_scale(model._predictives(), X, d)
         self._loc.append(loc)
         self._scale.append(scale)
         self._y.append(np.asarray(y, dtype=np.float64))

@@ -28,8 +28,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from vrvm.engine._blas import single_threaded_blas
-from vrvm.engine._validation import FORGETTING, SEED, check_params, integer, one_of
+from vrvm.engine._validation import FORGETTING, SEED, check_params, integer, one_of, real
 from vrvm.engine.calibration import fit_scale_model, scale_features, scale_multiplier
 from vrvm.engine.metrics import DEFAULT_LEVELS, evaluate_distribution
 from vrvm.engine.mixture import MixtureDistribution
@@ -81,6 +80,7 @@ _PARAMETER_CONSTRAINTS = {
     "subsample_size": (integer(10), "an integer >= 10"),
     "refit": (one_of("prune", "reestimate"), '"prune" or "reestimate"'),
     "stage_one_evidence": (one_of("all", "sample"), '"all" or "sample"'),
+    "shard_weight": (real(0, strict=True), "a number > 0"),
     "online_reserve": (integer(0), "an integer >= 0"),
     "online_every": (integer(1), "an integer >= 1"),
     "random_state": SEED,
@@ -91,19 +91,8 @@ _PARAMETER_CONSTRAINTS = {
 }
 
 
-# Query rows per block in predict_dist: small enough for a block of the design matrix
-# (rows x relevance vectors) to stay in cache, large enough for efficient BLAS calls.
-_PREDICT_CHUNK = 1024
-
 # Training trips (at most) on which the distance scale is fitted.
 _SCALE_FIT_ROWS = 20_000
-
-
-def _degrees_of_freedom(predictives) -> np.ndarray | None:
-    """Student-t degrees of freedom 2e' of each member (structured), None for Gaussians."""
-    if predictives[0].family != "structured":
-        return None
-    return np.array([2.0 * member.e for member in predictives])
 
 
 class _FitData(NamedTuple):
@@ -208,6 +197,13 @@ class TravelTimeModel(BaseEstimator):
         functions as all trips support and the second stage prunes what they do not;
         ``"sample"`` counts it once (fewer functions; 1.4 % higher CRPS at 1e6 trips,
         see BENCHMARKS.md). Only two-stage fits use it.
+    shard_weight : float, default=2.0
+        The trips each of a member's trips stands for in its fit (one-stage fits): its
+        likelihood raised to this power, so the evidence supports the functions of
+        ``shard_weight`` times its shard (Minsker et al. 2017 raise each of M subset
+        likelihoods to the power M). 2 lowered CRPS by 1.5 % (Chicago), 3.5 % (NYC),
+        0.2 % (SF) and 2.5 % (Synthetica), with twice the functions; 3 let members
+        extrapolate wildly (BENCHMARKS.md, issue 16). 1: the plain fit on the shard.
     online_reserve : int, default=300
         Candidates each member keeps beside its functions for :meth:`update` to add
         (in memory, not saved; one-stage fits). 0: updates only re-weight the functions.
@@ -328,6 +324,7 @@ class TravelTimeModel(BaseEstimator):
         subsample_size: int = 20_000,
         refit: str = "prune",
         stage_one_evidence: str = "all",
+        shard_weight: float = 2.0,
         online_reserve: int = 300,
         online_every: int = 100,
         random_state: int | np.random.Generator | None = None,
@@ -354,6 +351,7 @@ class TravelTimeModel(BaseEstimator):
         self.subsample_size = subsample_size
         self.refit = refit
         self.stage_one_evidence = stage_one_evidence
+        self.shard_weight = shard_weight
         self.online_reserve = online_reserve
         self.online_every = online_every
         self.random_state = random_state
@@ -441,6 +439,8 @@ class TravelTimeModel(BaseEstimator):
         fits, not the widths')."""
         if n_reserve is None:
             n_reserve = self.online_reserve
+        if final and sample_weight is None and self.shard_weight != 1:
+            sample_weight = float(self.shard_weight)
         positive = self.target == "log"
         travel_time_s = travel_times(trips, positive=positive)
         n = len(trips)
@@ -478,6 +478,17 @@ class TravelTimeModel(BaseEstimator):
             params["n_reserve"] = n_reserve
             tasks.append((m, X[rows], y[rows], d[rows], params, sample_weight))
         members = _ensemble.fit_members(tasks, progress, started, client, self.n_jobs)
+        wild = _ensemble.wild_members(members, X, y, d) if final and sample_weight else []
+        if wild:  # fitted again on their shards alone (shard_weight 1)
+            logger.warning("members %s extrapolate wildly; fitting them without weight", wild)
+            again = [(i, *tasks[m][1:5], None) for i, m in enumerate(wild)]
+            plain = _ensemble.fit_members(again, None, started, client, 1)
+            for m, member in zip(wild, plain, strict=True):
+                members[m] = member
+        # the trips each member's trip stood for, which its growing basis keeps counting
+        weights = [
+            1.0 if m in wild or not sample_weight else sample_weight for m in range(len(members))
+        ]
 
         self.members_ = members
         # the training trips behind each member's relevance vectors, for maps of them
@@ -500,7 +511,9 @@ class TravelTimeModel(BaseEstimator):
         if final:
             self._fit_noise_scale(X, y, d, shard_of_row, seeds.noise_scale)
             if self.online_reserve > 0:
-                self._online = OnlineState([(X[r], y[r], d[r]) for r in shard_rows])
+                self._online = OnlineState(
+                    [(X[r], y[r], d[r], w) for r, w in zip(shard_rows, weights, strict=True)]
+                )
         self.kernel_widths_ = widths
         self.width_scores_ = width_scores
         self.h3_resolution_ = resolution
@@ -537,7 +550,7 @@ class TravelTimeModel(BaseEstimator):
         rows = np.arange(y.size)
         if rows.size > _SCALE_FIT_ROWS:
             rows = np.sort(rng.choice(rows.size, size=_SCALE_FIT_ROWS, replace=False))
-        loc, scale = self._member_loc_scale(predictives, X[rows], d[rows])
+        loc, scale = _ensemble.member_loc_scale(predictives, X[rows], d[rows])
         held_out = shard_of_row[rows][None, :] != np.arange(len(predictives))[:, None]
         coef, before, after = fit_scale_model(
             loc,
@@ -545,7 +558,7 @@ class TravelTimeModel(BaseEstimator):
             y[rows],
             held_out,
             scale_features(d[rows], self.noise_scale_range_),
-            _degrees_of_freedom(predictives),
+            _ensemble.degrees_of_freedom(predictives),
         )
         self.noise_scale_coef_ = coef
         self.noise_scale_score_ = {"before": before, "after": after, "n_trips": int(rows.size)}
@@ -555,18 +568,6 @@ class TravelTimeModel(BaseEstimator):
             before,
             after,
         )
-
-    @staticmethod
-    def _member_loc_scale(predictives, X, d) -> tuple[np.ndarray, np.ndarray]:
-        """Every member's predictive location and scale, (M, n) each, block by block."""
-        loc = np.empty((len(predictives), X.shape[0]))
-        scale = np.empty_like(loc)
-        with single_threaded_blas():
-            for start in range(0, X.shape[0], _PREDICT_CHUNK):
-                rows = slice(start, start + _PREDICT_CHUNK)
-                for m, member in enumerate(predictives):
-                    loc[m, rows], scale[m, rows] = member.loc_scale(X[rows], d[rows, None])
-        return loc, scale
 
     def _strata(self, trips: pd.DataFrame, tz: str, zones) -> tuple[list, int | None]:
         """Stratification keys (origin zone, destination zone, local hour) and the resolution."""
@@ -616,10 +617,10 @@ class TravelTimeModel(BaseEstimator):
         queries = check_trips(queries, with_target=False, name="queries")
         X, d = self.featurizer_.transform(queries)
         predictives = self._predictives()
-        loc, scale = self._member_loc_scale(predictives, X, d)
+        loc, scale = _ensemble.member_loc_scale(predictives, X, d)
         if self.noise_scale_coef_.any():
             scale *= scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)[None, :]
-        df = _degrees_of_freedom(predictives)
+        df = _ensemble.degrees_of_freedom(predictives)
         transform = "log" if self.target == "log" else None
         return MixtureDistribution(
             loc, scale, df=None if df is None else df[:, None], transform=transform
@@ -716,7 +717,7 @@ class TravelTimeModel(BaseEstimator):
             )
             if assign == "all" or np.any(rows):
                 online.learn(self, m, X[rows], y[rows], d[rows], forgetting)
-        online.refit_scale(self, _degrees_of_freedom(self._predictives()))
+        online.refit_scale(self, _ensemble.degrees_of_freedom(self._predictives()))
         self.n_relevance_ = np.array([member.n_relevance_ for member in self.members_])
         self.n_updates_ = seen + len(trips)
         self.update_history_ = record_history(self.update_history_, trips, forgetting, assign)

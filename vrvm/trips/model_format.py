@@ -10,7 +10,9 @@ metrics; ``arrays.npz`` holds every member's arrays under the prefix ``m000__``,
 Format history: version 2 added the distance scale of the spread (``noise_scale``);
 a version-1 model loads with ``noise_model="constant"``. Version 3 added the model's
 ``name`` (among the parameters); a version-1 or -2 model loads with ``name=None``, and
-:func:`vrvm.services.models.model_name` names it after its training data.
+:func:`vrvm.services.models.model_name` names it after its training data. A model
+saved without ``shard_weight`` among its parameters was fitted on plain shards and loads
+with ``shard_weight=1``.
 """
 
 from __future__ import annotations
@@ -103,6 +105,8 @@ def load_model(cls, path: str | os.PathLike[str]):
     meta, arrays = load_model_dir(path, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION)
     try:
         model = cls(**meta["params"])
+        if "shard_weight" not in meta["params"]:  # fitted before it existed: plain shards
+            model.shard_weight = 1.0
         n_members = int(meta["n_members"])
         if len(meta["members"]) != n_members:
             raise ValueError(f"{len(meta['members'])} member records for {n_members} members")

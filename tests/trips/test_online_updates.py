@@ -1,0 +1,87 @@
+"""TravelTimeModel.update: members' bases grown on the stream, the distance scale refitted
+on the stream's held-out predictions (trips._online)."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from vrvm import TravelTimeModel, synthetic_city
+from vrvm.trips._online import SCALE_REFIT_TRIPS
+
+
+@pytest.fixture(scope="module")
+def trips():
+    return synthetic_city(2600, seed=3)
+
+
+def _model(**params):
+    defaults = {
+        "n_members": 2,
+        "kernel_widths": [1.5, 3.0],
+        "max_basis": 120,
+        "online_reserve": 60,
+        "online_every": 50,
+        "random_state": 0,
+    }
+    return TravelTimeModel(**{**defaults, **params})
+
+
+def test_updates_re_solve_each_members_basis_and_refit_the_scale(trips):
+    model = _model().fit(trips.iloc[:800])
+    fitted_scale = model.noise_scale_coef_.copy()
+    frozen = copy.deepcopy(model)
+    for start in range(800, 800 + SCALE_REFIT_TRIPS, 25):  # 20 small batches
+        model.update(trips.iloc[start : start + 25])
+    bases = model._online.bases
+    assert [b.n_resolves for b in bases] == [5, 5]  # 250 trips each, every 50
+    assert model.n_relevance_.tolist() == [m.n_relevance_ for m in model.members_]
+    assert [m.n_updates_ for m in model.members_] == [250, 250]
+    assert model.noise_scale_score_["source"] == "stream"
+    assert model.noise_scale_score_["n_trips"] == SCALE_REFIT_TRIPS
+    assert not np.allclose(model.noise_scale_coef_, fitted_scale)
+    # the copy taken before the updates is untouched
+    np.testing.assert_array_equal(frozen.noise_scale_coef_, fitted_scale)
+    assert [m.n_updates_ for m in frozen.members_] == [0, 0]
+    test = trips.iloc[1800:]
+    assert model.evaluate(test)["crps_s"] < frozen.evaluate(test)["crps_s"]
+
+
+def test_without_a_reserve_the_functions_stay_and_only_the_weights_learn(trips):
+    model = _model(online_reserve=0).fit(trips.iloc[:800])
+    active = [m.active_.copy() for m in model.members_]
+    model.update(trips.iloc[800:1000])
+    assert model._online.bases is None
+    for member, before in zip(model.members_, active, strict=True):
+        np.testing.assert_array_equal(member.active_, before)
+    assert model.n_updates_ == 200
+
+
+def test_a_loaded_model_updates_its_fixed_bases_and_refits_the_scale(trips, tmp_path):
+    model = _model().fit(trips.iloc[:800])
+    model.save(tmp_path / "m")
+    loaded = TravelTimeModel.load(tmp_path / "m")
+    assert loaded.online_reserve == 60 and loaded.online_every == 50
+    active = [m.active_.copy() for m in loaded.members_]
+    loaded.update(trips.iloc[800 : 800 + SCALE_REFIT_TRIPS])
+    assert loaded._online.bases is None  # the statistics are not saved
+    for member, before in zip(loaded.members_, active, strict=True):
+        np.testing.assert_array_equal(member.active_, before)
+    assert loaded.noise_scale_score_["source"] == "stream"
+    # and saves again, the refitted scale with it
+    loaded.save(tmp_path / "m2")
+    again = TravelTimeModel.load(tmp_path / "m2")
+    np.testing.assert_allclose(again.noise_scale_coef_, loaded.noise_scale_coef_)
+
+
+def test_constant_noise_keeps_no_predictions(trips):
+    model = _model(noise_model="constant").fit(trips.iloc[:800])
+    model.update(trips.iloc[800 : 800 + SCALE_REFIT_TRIPS])
+    assert not model.noise_scale_coef_.any()
+    assert model._online.since_scale == 0
+
+
+@pytest.mark.parametrize("name, value", [("online_reserve", -1), ("online_every", 0)])
+def test_online_parameters_are_checked(trips, name, value):
+    with pytest.raises(ValueError, match=name):
+        _model(**{name: value}).fit(trips.iloc[:300])
