@@ -24,6 +24,21 @@ BAND_ALPHA = {0.5: 0.30, 0.8: 0.18, 0.95: 0.09}
 SYNTHETIC_NOTE = "SYNTHETIC DATA (Synthetica)"
 
 
+def _error_bars(centre, low, high, colour: str, thickness: float, width=None) -> dict:
+    """Plotly error bars from ``low`` to ``high`` around ``centre`` (asymmetric)."""
+    bars = {
+        "type": "data",
+        "symmetric": False,
+        "array": high - centre,
+        "arrayminus": centre - low,
+        "color": colour,
+        "thickness": thickness,
+    }
+    if width is not None:
+        bars["width"] = width
+    return bars
+
+
 def _layout(fig: go.Figure, *, title: str, x: str, y: str, synthetic: bool, height: int = 340):
     fig.update_layout(
         title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}},
@@ -212,14 +227,7 @@ def profile_figure(
                 y=summary["median"],
                 mode="markers",
                 marker={"color": DEST, "size": 11, "symbol": "square"},
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": summary["q75"] - summary["median"],
-                    "arrayminus": summary["median"] - summary["q25"],
-                    "color": DEST,
-                    "thickness": 2,
-                },
+                error_y=_error_bars(summary["median"], summary["q25"], summary["q75"], DEST, 2),
                 customdata=summary[["n", "hour_from", "hour_to", "q25", "q75"]].to_numpy(),
                 name=f"observed trips, median and quartiles ({where})",
                 hovertemplate="%{customdata[0]} trips from %{customdata[1]}:00 to "
@@ -337,15 +345,9 @@ def predicted_vs_observed_figure(
                 y=frame["median_min"],
                 mode="markers",
                 marker={"color": colour, "size": 5, "opacity": 0.6},
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": frame["upper_min"] - frame["median_min"],
-                    "arrayminus": frame["median_min"] - frame["lower_min"],
-                    "color": colour,
-                    "thickness": 0.6,
-                    "width": 0,
-                },
+                error_y=_error_bars(
+                    frame["median_min"], frame["lower_min"], frame["upper_min"], colour, 0.6, 0
+                ),
                 name=f"{name}: median and {100 * level:g} % interval",
             )
         )

@@ -272,6 +272,25 @@ def zone_deck(
     return _deck(layers, area.view, basemap=basemap, tooltip=tooltip)
 
 
+def _od_arcs(data: pd.DataFrame, layer_id: str, *, width) -> pdk.Layer:
+    """Arcs from ``origin_lon/lat`` to ``dest_lon/lat`` in each row's ``color``; ``width``
+    in pixels, or the name of a column holding it."""
+    return pdk.Layer(
+        "ArcLayer",
+        data,
+        id=layer_id,
+        get_source_position="[origin_lon, origin_lat]",
+        get_target_position="[dest_lon, dest_lat]",
+        get_source_color="color",
+        get_target_color="color",
+        get_width=width,
+        get_height=0.15,
+        width_min_pixels=1,
+        pickable=True,
+        auto_highlight=True,
+    )
+
+
 def arc_deck(
     table: pd.DataFrame,
     colours,
@@ -298,20 +317,7 @@ def arc_deck(
     data["weight"] = data["weight"].round(4)
     data["width"] = data["width"].round(3)
     outline = _zone_outline(area)
-    arcs = pdk.Layer(
-        "ArcLayer",
-        data,
-        id="relevance-arcs",
-        get_source_position="[origin_lon, origin_lat]",
-        get_target_position="[dest_lon, dest_lat]",
-        get_source_color="color",
-        get_target_color="color",
-        get_width=1.5,
-        get_height=0.15,
-        width_min_pixels=1,
-        pickable=True,
-        auto_highlight=True,
-    )
+    arcs = _od_arcs(data, "relevance-arcs", width=1.5)
     ends = pdk.Layer(
         "ScatterplotLayer",
         data,
@@ -348,20 +354,7 @@ def zone_arc_deck(
     data["arc_width"] = 1.0 + arcs["n"].clip(upper=8).to_numpy(float) / 2.0  # more, wider
     data["color"] = [list(map(int, c)) for c in colours]
     outline = _zone_outline(area)
-    layer = pdk.Layer(
-        "ArcLayer",
-        data,
-        id="relevance-zone-arcs",
-        get_source_position="[origin_lon, origin_lat]",
-        get_target_position="[dest_lon, dest_lat]",
-        get_source_color="color",
-        get_target_color="color",
-        get_width="arc_width",
-        get_height=0.15,
-        width_min_pixels=1,
-        pickable=True,
-        auto_highlight=True,
-    )
+    layer = _od_arcs(data, "relevance-zone-arcs", width="arc_width")
     tooltip = {
         "html": "<b>{n} relevance vector(s)</b> from {origin}<br/>to {destination}"
         "<br/>departing {hours}; summed |weight| {weight}",
