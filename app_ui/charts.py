@@ -182,17 +182,17 @@ def density_figure(
         )
     minutes = _rounded(curve["minutes"])
     members = [c for c in curve.columns if c.startswith("member_")]
-    for i, column in enumerate(members):
+    if members:  # one trace, the members' curves separated by gaps: one path to draw
+        gap = [None]
         data.append(
             {
                 "type": "scatter",
-                "x": minutes,
-                "y": _rounded(curve[column], 3),
+                "x": [v for _ in members for v in [*minutes, *gap]],
+                "y": [v for column in members for v in [*_rounded(curve[column], 3), *gap]],
                 "mode": "lines",
                 "line": {"color": MEMBER, "width": 1},
-                "name": "ensemble members (each / M)" if i == 0 else column,
-                "legendgroup": "members",
-                "showlegend": i == 0,
+                "connectgaps": False,
+                "name": "ensemble members (each / M)",
                 "hoverinfo": "skip",
             }
         )

@@ -30,6 +30,15 @@ TOOLTIP_STYLE = {
     "fontSize": "13px",
     "padding": "6px 8px",
     "whiteSpace": "pre-line",  # "\n" in a field breaks the line (Streamlit escapes "<br/>" there)
+    # An info box pinned to the map's top-left corner instead of a box at the pointer:
+    # deck.gl places its tooltip right of and below the pointer and the chart clips it,
+    # so near the canvas's right or bottom edge it was cut off. deck.gl applies this
+    # style after its own translate(x, y), so "none" undoes it.
+    "transform": "none",
+    "top": "8px",
+    "left": "8px",
+    "maxWidth": "min(340px, calc(100% - 16px))",
+    "borderRadius": "4px",
 }
 
 # Styling of boundary features by their "kind" (the synthetic city's layers); other

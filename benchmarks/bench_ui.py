@@ -238,6 +238,7 @@ def bench_predict(page, log, url, area, repeats: int) -> list[dict]:
             page.wait_for_timeout(300)
     summaries.append(summarise("click a zone: origin (starts a new pair)", origins))
     summaries.append(summarise("click a zone: destination -> new answer", dests))
+    print(table(summaries[-2:]), flush=True)
     return [summarise("open the page with an OD in the URL (first session)", [first]), *summaries]
 
 
@@ -270,7 +271,9 @@ def bench_upload(page, log, path: Path, repeats: int) -> dict:
         page.get_by_role("button", name="Remove boundaries").click()
         page.wait_for_function(f"() => !({CAPTION_SHOWN_JS})({json.dumps(path.name)})")
         page.wait_for_function(RUNNING)
-        page.wait_for_timeout(500)  # the next upload replaces this one in the uploader
+        page.locator('[data-testid="stFileChipDeleteBtn"]').first.click()  # empty the uploader
+        page.wait_for_function(RUNNING)
+        page.wait_for_timeout(500)
     return summarise("upload the Chicago community areas, drawn", runs)
 
 

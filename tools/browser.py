@@ -180,6 +180,15 @@ RUNNING = (
 )
 """True when Streamlit shows no running indicator and no element is stale (faded)."""
 
+LONG_TASKS_JS = """() => {
+  if (window.__vrvmLongTasks) return;
+  window.__vrvmLongTasks = [];
+  new PerformanceObserver(list => {
+    for (const e of list.getEntries()) window.__vrvmLongTasks.push([e.startTime, e.duration]);
+  }).observe({type: "longtask", buffered: true});
+}"""
+"""Records the page's long tasks (main thread busy over 50 ms) in ``window.__vrvmLongTasks``."""
+
 PAINTED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 """Resolves after the browser has painted the current state (two animation frames)."""
 
@@ -265,9 +274,13 @@ def timed_interaction(
     message), ``server_s`` (that message to the run's end: the script's time on the
     server and the transfer of its messages), ``render_s`` (the rest: the browser
     applying and drawing the messages), ``bytes_in`` and ``bytes_by_kind`` (what was
-    received, by message kind).
+    received, by message kind), ``browser_busy_s`` (the browser's main thread in long
+    tasks, over 50 ms each, meanwhile: parsing, React, deck.gl, plotly), and ``timeline_ms`` (each frame: milliseconds after the
+    action, direction, bytes, kind).
     """
     mark = log.mark()
+    page.evaluate(LONG_TASKS_JS)
+    since = page.evaluate("() => performance.now()")
     start = time.perf_counter()
     action()
     deadline = start + timeout_s
@@ -280,6 +293,12 @@ def timed_interaction(
     page.wait_for_function(RUNNING, timeout=remaining_ms, polling="raf")
     page.evaluate(PAINTED)
     end = time.perf_counter()
+    page.evaluate(LONG_TASKS_JS)  # again after a navigation (buffered: from its start)
+    busy_ms = page.evaluate(
+        "since => window.__vrvmLongTasks.filter(t => t[0] >= since)"
+        ".reduce((sum, t) => sum + t[1], 0)",
+        since,
+    )
     frames = log.since(mark)
     sent = next((t for t, d, _, _ in frames if d == "out"), start)
     finished = log.finished_after(mark)
@@ -292,8 +311,13 @@ def timed_interaction(
         "input_s": sent - start,
         "server_s": finished - sent,
         "render_s": end - finished,
+        "browser_busy_s": busy_ms / 1000.0,
         "bytes_in": sum(by_kind.values()),
         "bytes_by_kind": by_kind,
+        "timeline_ms": [
+            (round(1000 * (t - start)), direction, size, kind)
+            for t, direction, size, kind in frames
+        ],
     }
 
 
