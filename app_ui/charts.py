@@ -23,6 +23,7 @@ MIXTURE = "#1b4f72"
 MEMBER = "rgba(90, 90, 90, 0.35)"
 BAND_ALPHA = {0.5: 0.30, 0.8: 0.18, 0.95: 0.09}
 SYNTHETIC_NOTE = "SYNTHETIC DATA (Synthetica)"
+LABEL_BACKGROUND = "rgba(255, 255, 255, 0.85)"
 
 
 def _layout(fig: go.Figure, *, title: str, x: str, y: str, synthetic: bool, height: int = 340):
@@ -219,7 +220,8 @@ def density_figure(
             "yanchor": "bottom",
             "xanchor": "right" if threshold_right else "left",
             "xshift": -4 if threshold_right else 4,
-            "font": {"size": 11},
+            "font": {"size": 11, "color": MIXTURE},
+            "bgcolor": LABEL_BACKGROUND,  # readable over the shaded intervals
         }
     )
     layout["shapes"].append(_vline(threshold, {"color": DEST, "width": 2}))
@@ -232,6 +234,7 @@ def density_figure(
             "xanchor": "left" if threshold_right else "right",
             "xshift": 4 if threshold_right else -4,
             "font": {"size": 11, "color": DEST},
+            "bgcolor": LABEL_BACKGROUND,
         }
     )
     layout["yaxis"].update(rangemode="tozero", range=[0, top * 1.05])
