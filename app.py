@@ -32,6 +32,7 @@ COVERAGE = "coverage"  # coverage-map options
 SHARE = "share"  # query parameters
 MODE = "predict_mode"
 OPENED = "predict_opened"  # the first-visit trip was set (once per session)
+MAP_HEIGHT = 460  # px: the answer's numbers start above the fold of a 1000 px window
 MODE_LABELS = {
     "od": ":material/route: Trip between two places",
     "coverage": ":material/radar: Reach from an origin",
@@ -122,6 +123,7 @@ def answer_section(ctx: context.ModelContext, mode: str) -> None:
             tips=tips,
             basemap=sidebar.basemap_enabled(),
             mode="od" if mode == "od" else "origin",
+            height=MAP_HEIGHT,
         )
         if legend:
             title = (
