@@ -90,3 +90,30 @@ def test_the_reach_map_draws_as_a_png(tiny_model, tiny_area):
     # the hatched swatch of thin-data zones becomes a hatched patch
     thin = "repeating-linear-gradient(135deg, #d0d0d0 0 2px, #f4f4f4 2px 5px)"
     assert map_image._swatch(thin) == ("#f4f4f4", "///")
+
+
+def test_the_reach_map_png_draws_polygon_zones():
+    """A planner's polygons (one of them in two parts) are drawn from their shapes."""
+    from vrvm.services.area import ServiceArea
+    from vrvm.services.places import Place
+
+    square = [[0.0, 0.0], [0.01, 0.0], [0.01, 0.01], [0.0, 0.01], [0.0, 0.0]]
+    shifted = [[x + 0.02, y] for x, y in square]
+    grid = pd.DataFrame(
+        {"zone": ["a", "b"], "lat": [0.005, 0.005], "lon": [0.005, 0.025], "label": ["A", "B"]}
+    )
+    shapes = (
+        {"type": "Polygon", "coordinates": [square]},
+        {"type": "MultiPolygon", "coordinates": [[shifted], [[[x, y + 0.02] for x, y in square]]]},
+    )
+    area = ServiceArea(grid=grid, resolution=9, bbox=(0, 0, 0.03, 0.03), view=None, shapes=shapes)
+    assert len(map_image._rings(area, 1)) == 2
+    png = map_image.reach_map_png(
+        area,
+        np.array([[0, 114, 178, 255], [230, 159, 0, 255]]),
+        origin=Place(0.005, 0.005, "a", "A"),
+        legend=[("reached", "#0072b2")],
+        title="Median travel time",
+        footnote="synthetic",
+    )
+    assert png.startswith(b"\x89PNG")
