@@ -30,6 +30,15 @@ TOOLTIP_STYLE = {
     "fontSize": "13px",
     "padding": "6px 8px",
     "whiteSpace": "pre-line",  # "\n" in a field breaks the line (Streamlit escapes "<br/>" there)
+    # An info box pinned to the map's top-left corner instead of a box at the pointer:
+    # deck.gl places its tooltip right of and below the pointer and the chart clips it,
+    # so near the canvas's right or bottom edge it was cut off. deck.gl applies this
+    # style after its own translate(x, y), so "none" undoes it.
+    "transform": "none",
+    "top": "8px",
+    "left": "8px",
+    "maxWidth": "min(340px, calc(100% - 16px))",
+    "borderRadius": "4px",
 }
 
 # Styling of boundary features by their "kind" (the synthetic city's layers); other
@@ -126,8 +135,9 @@ def _zone_layers(area: ServiceArea, data: pd.DataFrame, od_data: pd.DataFrame):
             map_layers.zone_features(area, od_data),
             id="od-zones",
             get_line_color="properties.line",
+            get_fill_color="properties.fill",
             line_width_min_pixels=4,
-            filled=False,
+            filled=True,
             **common,
         )
         return zones, od_zones
@@ -152,8 +162,9 @@ def _zone_layers(area: ServiceArea, data: pd.DataFrame, od_data: pd.DataFrame):
         id="od-zones",
         get_hexagon="zone",
         get_line_color="line",
+        get_fill_color="fill",
         line_width_min_pixels=4,
-        filled=False,
+        filled=True,
         extruded=False,
         **common,
     )
@@ -223,16 +234,20 @@ def zone_deck(
 ) -> pdk.Deck:
     """Clickable zones (layer id ``zones``) with origin A and destination B marked.
 
+    The zones' layer does not depend on A and B: they are drawn in small layers above
+    it (``od-zones``, ``od-markers``, ``od-labels``).
+
     ``under``: layers drawn beneath the zones (above the boundary areas), such as
     regions the zones' fills leave visible (:func:`isochrone_layer`). ``markers``
     (columns ``lat``, ``lon``, ``name``, ``label``, ``color``; a fleet's bases) replace
     the A and B markers.
     """
-    data = map_layers.zone_layer_data(area, state, fill=fill, tips=tips)
+    data = map_layers.zone_layer_data(area, fill=fill, tips=tips)
     boundaries = boundary_layers(area.boundaries)
     areas = [layer for layer in boundaries if layer.id == "boundaries-areas"]
     overlays = [layer for layer in boundaries if layer.id != "boundaries-areas"]
-    zones, od_zones = _zone_layers(area, data, map_layers.od_zone_data(state))
+    od_data = map_layers.od_zone_data(state, filled=fill is None)
+    zones, od_zones = _zone_layers(area, data, od_data)
     markers = map_layers.marker_data(state) if markers is None else markers.copy()
     # the marker labels name zones, perhaps after an uploaded file: escaped like the zones'
     markers["label"] = [html.escape(str(label)) for label in markers["label"]]
