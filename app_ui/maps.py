@@ -214,6 +214,9 @@ def _deck(layers, view: ViewState, *, basemap: bool, tooltip, pitch: float = 0) 
         kwargs = {"map_provider": "carto", "map_style": pdk.map_styles.CARTO_LIGHT}
     return CompactDeck(
         layers=layers,
+        # no double-click zoom: deck.gl holds every click ~300 ms to tell it from a double
+        # click (visgl/deck.gl#3783); the maps are clicked, and zoomed by wheel or buttons
+        views=[pdk.View(type="MapView", controller={"doubleClickZoom": False})],
         initial_view_state=pdk.ViewState(
             latitude=view.latitude, longitude=view.longitude, zoom=view.zoom, pitch=pitch, bearing=0
         ),

@@ -275,8 +275,8 @@ def timed_interaction(
     server and the transfer of its messages), ``render_s`` (the rest: the browser
     applying and drawing the messages), ``bytes_in`` and ``bytes_by_kind`` (what was
     received, by message kind), ``browser_busy_s`` (the browser's main thread in long
-    tasks, over 50 ms each, meanwhile: parsing, React, deck.gl, plotly), and ``timeline_ms`` (each frame: milliseconds after the
-    action, direction, bytes, kind).
+    tasks, over 50 ms each, meanwhile: parsing, React, deck.gl, plotly), and
+    ``timeline_ms`` (each frame: milliseconds after the action, direction, bytes, kind).
     """
     mark = log.mark()
     page.evaluate(LONG_TASKS_JS)
