@@ -125,6 +125,19 @@ def _synthetic_note() -> dict:
     }
 
 
+def _main_line(x, y, name: str, hovertemplate: str) -> dict:
+    """The figure's main curve (a plain trace spec, ``y`` rounded for the browser)."""
+    return {
+        "type": "scatter",
+        "x": x,
+        "y": _rounded(y),
+        "mode": "lines",
+        "line": {"color": MIXTURE, "width": 3},
+        "name": name,
+        "hovertemplate": hovertemplate,
+    }
+
+
 def _vline(x: float, line: dict) -> dict:
     return {
         "type": "line",
@@ -219,15 +232,12 @@ def density_figure(
             }
         )
     data.append(
-        {
-            "type": "scatter",
-            "x": minutes,
-            "y": _rounded(curve["density"]),
-            "mode": "lines",
-            "line": {"color": MIXTURE, "width": 3},
-            "name": "predictive density",
-            "hovertemplate": "%{x:.1f} min: %{y:.3f} per min<extra></extra>",
-        }
+        _main_line(
+            minutes,
+            curve["density"],
+            "predictive density",
+            "%{x:.1f} min: %{y:.3f} per min<extra></extra>",
+        )
     )
     median, threshold = forecast.median_min, forecast.threshold_min
     threshold_right = threshold >= median  # the labels go to the far sides of the lines
@@ -316,15 +326,9 @@ def profile_figure(
             }
         )
     data.append(
-        {
-            "type": "scatter",
-            "x": hours,
-            "y": _rounded(profile["q50"]),
-            "mode": "lines",
-            "line": {"color": MIXTURE, "width": 3},
-            "name": "median",
-            "hovertemplate": "%{x:.2f} h: median %{y:.1f} min<extra></extra>",
-        }
+        _main_line(
+            hours, profile["q50"], "median", "%{x:.2f} h: median %{y:.1f} min<extra></extra>"
+        )
     )
     where = "this zone pair" if rings == 0 else f"zones within {rings} ring(s) of the pair"
     if len(observed):

@@ -169,30 +169,19 @@ def bench_predict(page, log, url, area, repeats: int) -> list[dict]:
     first = open_answer(page, log, url)
     page.wait_for_timeout(1500)  # deck.gl's first frame, plotly's first draw
 
-    swaps = []
-    for _ in range(repeats):
-        before = answer_text(page)
-        swaps.append(
-            timed_interaction(
-                page,
-                log,
-                lambda: page.get_by_role("button", name="Swap").click(),
-                CHANGED_ANSWER_JS,
-                before,
-            )
-        )
-        page.wait_for_timeout(300)
-    summaries.append(summarise("swap origin and destination", swaps))
-    print(table(summaries[-1:]), flush=True)
-
-    thresholds = []
+    swap = page.get_by_role("button", name="Swap")
     step_up = page.locator('[data-testid="stNumberInputStepUp"]').first
-    for _ in range(repeats):
-        before = answer_text(page)
-        thresholds.append(timed_interaction(page, log, step_up.click, CHANGED_ANSWER_JS, before))
-        page.wait_for_timeout(300)
-    summaries.append(summarise("threshold + 1 min", thresholds))
-    print(table(summaries[-1:]), flush=True)
+    for name, action in (
+        ("swap origin and destination", swap.click),
+        ("threshold + 1 min", step_up.click),
+    ):
+        runs = []
+        for _ in range(repeats):
+            before = answer_text(page)
+            runs.append(timed_interaction(page, log, action, CHANGED_ANSWER_JS, before))
+            page.wait_for_timeout(300)
+        summaries.append(summarise(name, runs))
+        print(table(summaries[-1:]), flush=True)
 
     times = []
     hour = page.locator('[role="spinbutton"][aria-label^="hour"]').first
