@@ -2,6 +2,11 @@
 
 The other pages are in ``pages/``. Pages only wire views from ``app_ui/``; every number
 they show is computed in ``vrvm/services/``.
+
+A first visit opens on a busy trip across the city with its answer shown (the Reach
+map on its origin, the busiest zone). The map, the controls and the answer are one
+fragment (``st.fragment``): a click on a zone, a swap, a new departure time or
+threshold reruns that section only, not the page's header, sidebar and data access.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from app_ui import (
     sidebar,
     trip_controls,
 )
-from vrvm.services import url_state
+from vrvm.services import schedule, url_state
 from vrvm.services.places import ODState
 
 OD = "od"  # origin-destination picker
@@ -26,6 +31,8 @@ TRIP = "trip"  # departure time and threshold
 COVERAGE = "coverage"  # coverage-map options
 SHARE = "share"  # query parameters
 MODE = "predict_mode"
+OPENED = "predict_opened"  # the first-visit trip was set (once per session)
+MAP_HEIGHT = 460  # px: the answer's numbers start above the fold of a 1000 px window
 MODE_LABELS = {
     "od": ":material/route: Trip between two places",
     "coverage": ":material/radar: Reach from an origin",
@@ -44,6 +51,7 @@ def predict_page() -> None:
         coverage_view.set_values(COVERAGE, metric=view.metric, confidence=view.confidence)
         if view.mode is not None:
             st.session_state[MODE] = view.mode
+    open_on_a_busy_trip(ctx)
     share.show_warnings(SHARE)
 
     st.session_state.setdefault(MODE, "od")
@@ -54,6 +62,39 @@ def predict_page() -> None:
         key=MODE,
         required=True,
     )
+    answer_section(ctx, mode)
+
+
+def open_on_a_busy_trip(ctx: context.ModelContext) -> None:
+    """On the session's first visit, a busy trip across the city (or, from a link, what
+    it names): no empty map, no empty answer."""
+    if st.session_state.get(OPENED):
+        return
+    st.session_state[OPENED] = True
+    state = od_picker.get_state(OD)
+    if state.origin is not None or len(ctx.area.grid) < 2:
+        return  # a link named a place: it is kept
+    origin, dest = schedule.default_pair(ctx.area)
+    od_picker.set_state(OD, ODState(origin, dest))
+
+
+def next_step(mode: str, state: ODState) -> str:
+    """The one sentence above the map saying what to click next."""
+    if mode != "od":
+        return "Click a zone to set the origin; colours show every other zone from there."
+    if state.complete:
+        return (
+            "Click any zone to start a new trip from there (then one for its destination), "
+            "or press Swap for the way back."
+        )
+    if state.origin is not None:
+        return "Now click a zone for the destination (B)."
+    return "Click a zone for the origin, then another for the destination."
+
+
+@st.fragment
+def answer_section(ctx: context.ModelContext, mode: str) -> None:
+    """Map, controls and answer: everything a click, a swap or a new time changes."""
     od_picker.handle_map_event(OD, ctx.area, mode="od" if mode == "od" else "origin")
 
     map_column, control_column = st.columns([5, 2], gap="medium")
@@ -71,12 +112,10 @@ def predict_page() -> None:
         )
 
     with map_column:
-        hint = (
-            "Click a zone for the origin, then another for the destination."
-            if mode == "od"
-            else "Click a zone to set the origin; colours show every other zone from there."
+        st.markdown(
+            od_picker.legend_html(mode) + f"<small>{next_step(mode, state)}</small>",
+            unsafe_allow_html=True,
         )
-        st.markdown(od_picker.legend_html(mode) + f"<small>{hint}</small>", unsafe_allow_html=True)
         od_picker.show_map(
             OD,
             ctx.area,
@@ -84,6 +123,7 @@ def predict_page() -> None:
             tips=tips,
             basemap=sidebar.basemap_enabled(),
             mode="od" if mode == "od" else "origin",
+            height=MAP_HEIGHT,
         )
         if legend:
             title = (
@@ -106,6 +146,8 @@ def predict_page() -> None:
             departure=departure,
             threshold_min=threshold,
             confidence=confidence,
+            legend=legend,
+            metric=metric,
         )
 
     share.write(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -22,6 +23,28 @@ MIXTURE = "#1b4f72"
 MEMBER = "rgba(90, 90, 90, 0.35)"
 BAND_ALPHA = {0.5: 0.30, 0.8: 0.18, 0.95: 0.09}
 SYNTHETIC_NOTE = "SYNTHETIC DATA (Synthetica)"
+LABEL_BACKGROUND = "rgba(255, 255, 255, 0.85)"
+
+
+def _error_bars(
+    centre, low, high, colour: str, thickness: float, width=None, *, rounded: bool = False
+) -> dict:
+    """Plotly error bars from ``low`` to ``high`` around ``centre`` (asymmetric).
+
+    ``rounded`` sends plain lists of four significant digits (figures built as specs).
+    """
+    up, down = high - centre, centre - low
+    bars = {
+        "type": "data",
+        "symmetric": False,
+        "array": _rounded(up) if rounded else up,
+        "arrayminus": _rounded(down) if rounded else down,
+        "color": colour,
+        "thickness": thickness,
+    }
+    if width is not None:
+        bars["width"] = width
+    return bars
 
 
 def _layout(fig: go.Figure, *, title: str, x: str, y: str, synthetic: bool, height: int = 340):
@@ -36,102 +59,217 @@ def _layout(fig: go.Figure, *, title: str, x: str, y: str, synthetic: bool, heig
         legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0.0},
         hovermode="x unified",
     )
-    if synthetic:
-        fig.add_annotation(
-            text=SYNTHETIC_NOTE,
-            xref="paper",
-            yref="paper",
-            x=1.0,
-            y=0.98,
-            showarrow=False,
-            font={"size": 11, "color": "#b03a2e"},
-            xanchor="right",
-        )
+    if synthetic:  # in the title's band, above the plot: never on a label of the data
+        fig.add_annotation(**_synthetic_note())
     return fig
+
+
+def export_config(filename: str) -> dict:
+    """The modebar's PNG download (plotly's own export) of a chart, for a slide: the file
+    name given (without extension), at twice the shown resolution, no plotly logo."""
+    return {
+        "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2},
+        "displaylogo": False,
+    }
+
+
+def _template() -> dict:
+    """plotly_white as a dict, expanded once (a figure built without plotly's validators
+    would otherwise send its name, which plotly.js does not know)."""
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        import plotly.io as pio
+
+        _TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
+    return _TEMPLATE
+
+
+_TEMPLATE: dict | None = None
+
+
+def _layout_spec(*, title: str, x: str, y: str, synthetic: bool, height: int) -> dict:
+    """The layout of :func:`_layout` as a plain dict (the figures built without validators).
+
+    The synthetic note sits right-aligned in the title's band, above the plot, where no
+    label of the data can fall.
+    """
+    layout = {
+        "title": {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}},
+        "xaxis": {"title": {"text": x}},
+        "yaxis": {"title": {"text": y}},
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 45, "b": 10},
+        "template": _template(),
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0.0},
+        "hovermode": "x unified",
+        "annotations": [],
+        "shapes": [],
+    }
+    if synthetic:
+        layout["annotations"].append(_synthetic_note())
+    return layout
+
+
+def _synthetic_note() -> dict:
+    return {
+        "text": SYNTHETIC_NOTE,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 1.0,
+        "y": 1.0,
+        "xanchor": "right",
+        "yanchor": "bottom",
+        "yshift": 6,
+        "showarrow": False,
+        "font": {"size": 11, "color": "#b03a2e"},
+    }
+
+
+def _main_line(x, y, name: str, hovertemplate: str) -> dict:
+    """The figure's main curve (a plain trace spec, ``y`` rounded for the browser)."""
+    return {
+        "type": "scatter",
+        "x": x,
+        "y": _rounded(y),
+        "mode": "lines",
+        "line": {"color": MIXTURE, "width": 3},
+        "name": name,
+        "hovertemplate": hovertemplate,
+    }
+
+
+def _vline(x: float, line: dict) -> dict:
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "paper",
+        "x0": x,
+        "x1": x,
+        "y0": 0,
+        "y1": 1,
+        "line": line,
+    }
+
+
+def _rounded(values, digits: int = 4) -> list:
+    """Numbers for the browser, to ``digits`` significant digits (a smaller message)."""
+    array = np.asarray(values, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(array == 0, 0, np.floor(np.log10(np.abs(array))))
+    scale = np.nan_to_num(scale, nan=0.0, posinf=0.0, neginf=0.0)
+    factor = 10.0 ** (digits - 1 - scale)
+    out = np.round(array * factor) / factor
+    return [None if not np.isfinite(v) else float(v) for v in out]
+
+
+def _figure(spec: dict) -> go.Figure:
+    """A figure from a plain spec, without plotly's validators (tens of milliseconds per
+    figure on every answer; ``tests/app/test_charts.py`` validates the specs instead)."""
+    return go.Figure(spec, _validate=False)
 
 
 def density_figure(
     curve: pd.DataFrame, forecast: ODForecast, *, synthetic: bool = False
 ) -> go.Figure:
-    """The exact mixture density, its members (faint) and the shaded intervals."""
-    fig = go.Figure()
+    """The exact mixture density, its members (faint) and the shaded intervals.
+
+    The median's label and P(T <= threshold)'s stand on the far sides of their lines
+    (the median's to the left when the threshold is to its right, and the other way
+    round), so they never overlap each other, whatever the two values.
+    """
     top = float(curve["density"].max()) * 1.08
-    for _, row in forecast.intervals.sort_values("level", ascending=False).iterrows():
-        fig.add_vrect(
-            x0=row["lower_min"],
-            x1=row["upper_min"],
-            fillcolor=MIXTURE,
-            opacity=BAND_ALPHA.get(row["level"], 0.12),
-            line_width=0,
-            layer="below",
-        )
-        # an invisible trace so the band appears in the legend
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="markers",
-                marker={
-                    "size": 12,
-                    "color": MIXTURE,
-                    "opacity": BAND_ALPHA.get(row["level"], 0.12),
-                },
-                name=f"{row['interval']} interval",
-                hoverinfo="skip",
-            )
-        )
-    members = [c for c in curve.columns if c.startswith("member_")]
-    for i, column in enumerate(members):
-        fig.add_trace(
-            go.Scatter(
-                x=curve["minutes"],
-                y=curve[column],
-                mode="lines",
-                line={"color": MEMBER, "width": 1},
-                name="ensemble members (each / M)" if i == 0 else column,
-                legendgroup="members",
-                showlegend=i == 0,
-                hoverinfo="skip",
-            )
-        )
-    fig.add_trace(
-        go.Scatter(
-            x=curve["minutes"],
-            y=curve["density"],
-            mode="lines",
-            line={"color": MIXTURE, "width": 3},
-            name="predictive density",
-            hovertemplate="%{x:.1f} min: %{y:.3f} per min<extra></extra>",
-        )
-    )
-    fig.add_vline(x=forecast.median_min, line={"color": MIXTURE, "dash": "dash", "width": 1.5})
-    fig.add_annotation(
-        x=forecast.median_min,
-        y=top,
-        text=f"median {forecast.median_min:.1f}",
-        showarrow=False,
-        yanchor="bottom",
-        font={"size": 11},
-    )
-    fig.add_vline(x=forecast.threshold_min, line={"color": DEST, "width": 2})
-    fig.add_annotation(
-        x=forecast.threshold_min,
-        y=top * 0.86,
-        text=f"P(≤ {forecast.threshold_min:g} min) = {100 * forecast.prob_within:.0f} %",
-        showarrow=False,
-        xanchor="left",
-        xshift=4,
-        font={"size": 11, "color": DEST},
-    )
-    fig.update_yaxes(rangemode="tozero", range=[0, top * 1.05])
-    return _layout(
-        fig,
+    layout = _layout_spec(
         title="Predictive distribution of the travel time",
         x="travel time (minutes)",
         y="probability per minute",
         synthetic=synthetic,
         height=400,
     )
+    data = []
+    for _, row in forecast.intervals.sort_values("level", ascending=False).iterrows():
+        opacity = BAND_ALPHA.get(row["level"], 0.12)
+        layout["shapes"].append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": float(row["lower_min"]),
+                "x1": float(row["upper_min"]),
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": MIXTURE,
+                "opacity": opacity,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+        # an invisible trace so the band appears in the legend
+        data.append(
+            {
+                "type": "scatter",
+                "x": [None],
+                "y": [None],
+                "mode": "markers",
+                "marker": {"size": 12, "color": MIXTURE, "opacity": opacity},
+                "name": f"{row['interval']} interval",
+                "hoverinfo": "skip",
+            }
+        )
+    minutes = _rounded(curve["minutes"])
+    members = [c for c in curve.columns if c.startswith("member_")]
+    if members:  # one trace, the members' curves separated by gaps: one path to draw
+        gap = [None]
+        data.append(
+            {
+                "type": "scatter",
+                "x": [v for _ in members for v in [*minutes, *gap]],
+                "y": [v for column in members for v in [*_rounded(curve[column], 3), *gap]],
+                "mode": "lines",
+                "line": {"color": MEMBER, "width": 1},
+                "connectgaps": False,
+                "name": "ensemble members (each / M)",
+                "hoverinfo": "skip",
+            }
+        )
+    data.append(
+        _main_line(
+            minutes,
+            curve["density"],
+            "predictive density",
+            "%{x:.1f} min: %{y:.3f} per min<extra></extra>",
+        )
+    )
+    median, threshold = forecast.median_min, forecast.threshold_min
+    threshold_right = threshold >= median  # the labels go to the far sides of the lines
+    layout["shapes"].append(_vline(median, {"color": MIXTURE, "dash": "dash", "width": 1.5}))
+    layout["annotations"].append(
+        {
+            "x": median,
+            "y": top,
+            "text": f"median {median:.1f}",
+            "showarrow": False,
+            "yanchor": "bottom",
+            "xanchor": "right" if threshold_right else "left",
+            "xshift": -4 if threshold_right else 4,
+            "font": {"size": 11, "color": MIXTURE},
+            "bgcolor": LABEL_BACKGROUND,  # readable over the shaded intervals
+        }
+    )
+    layout["shapes"].append(_vline(threshold, {"color": DEST, "width": 2}))
+    layout["annotations"].append(
+        {
+            "x": threshold,
+            "y": top * 0.86,
+            "text": f"P(≤ {threshold:g} min) = {100 * forecast.prob_within:.0f} %",
+            "showarrow": False,
+            "xanchor": "left" if threshold_right else "right",
+            "xshift": 4 if threshold_right else -4,
+            "font": {"size": 11, "color": DEST},
+            "bgcolor": LABEL_BACKGROUND,
+        }
+    )
+    layout["yaxis"].update(rangemode="tozero", range=[0, top * 1.05])
+    return _figure({"data": data, "layout": layout})
 
 
 def profile_figure(
@@ -146,7 +284,15 @@ def profile_figure(
     """Fan chart of the quantiles over the day, observed trips of the zone pair on top:
     as dots, or (private mode) as ``summary``'s medians and quartiles per time-of-day bin
     (:func:`vrvm.services.privacy.observed_summary`)."""
-    fig = go.Figure()
+    layout = _layout_spec(
+        title="Time-of-day profile of the same trip",
+        x="departure hour (local time)",
+        y="travel time (minutes)",
+        synthetic=synthetic,
+        height=400,
+    )
+    data = []
+    hours = _rounded(profile["hour"])
     bands = (
         ("q05", "q95", 0.12, "90 % band"),
         ("q10", "q90", 0.18, "80 % band"),
@@ -155,89 +301,80 @@ def profile_figure(
     for lo, hi, alpha, name in bands:
         if lo not in profile or hi not in profile:
             continue
-        fig.add_trace(
-            go.Scatter(
-                x=profile["hour"],
-                y=profile[hi],
-                mode="lines",
-                line={"width": 0},
-                showlegend=False,
-                hoverinfo="skip",
-            )
+        data.append(
+            {
+                "type": "scatter",
+                "x": hours,
+                "y": _rounded(profile[hi]),
+                "mode": "lines",
+                "line": {"width": 0},
+                "showlegend": False,
+                "hoverinfo": "skip",
+            }
         )
-        fig.add_trace(
-            go.Scatter(
-                x=profile["hour"],
-                y=profile[lo],
-                mode="lines",
-                line={"width": 0},
-                fill="tonexty",
-                fillcolor=f"rgba(27, 79, 114, {alpha})",
-                name=name,
-                hoverinfo="skip",
-            )
+        data.append(
+            {
+                "type": "scatter",
+                "x": hours,
+                "y": _rounded(profile[lo]),
+                "mode": "lines",
+                "line": {"width": 0},
+                "fill": "tonexty",
+                "fillcolor": f"rgba(27, 79, 114, {alpha})",
+                "name": name,
+                "hoverinfo": "skip",
+            }
         )
-    fig.add_trace(
-        go.Scatter(
-            x=profile["hour"],
-            y=profile["q50"],
-            mode="lines",
-            line={"color": MIXTURE, "width": 3},
-            name="median",
-            hovertemplate="%{x:.2f} h: median %{y:.1f} min<extra></extra>",
+    data.append(
+        _main_line(
+            hours, profile["q50"], "median", "%{x:.2f} h: median %{y:.1f} min<extra></extra>"
         )
     )
+    where = "this zone pair" if rings == 0 else f"zones within {rings} ring(s) of the pair"
     if len(observed):
-        where = "this zone pair" if rings == 0 else f"zones within {rings} ring(s) of the pair"
-        fig.add_trace(
-            go.Scatter(
-                x=observed["hour"],
-                y=observed["minutes"],
-                mode="markers",
-                marker={
+        data.append(
+            {
+                "type": "scatter",
+                "x": _rounded(observed["hour"]),
+                "y": _rounded(observed["minutes"]),
+                "mode": "markers",
+                "marker": {
                     "color": DEST,
                     "size": 7,
                     "opacity": 0.75,
                     "line": {"color": "white", "width": 0.5},
                 },
-                name=f"observed training trips ({where})",
-                hovertemplate="%{x:.2f} h: %{y:.1f} min observed<extra></extra>",
-            )
+                "name": f"observed training trips ({where})",
+                "hovertemplate": "%{x:.2f} h: %{y:.1f} min observed<extra></extra>",
+            }
         )
     if summary is not None and len(summary):
-        where = "this zone pair" if rings == 0 else f"zones within {rings} ring(s) of the pair"
-        fig.add_trace(
-            go.Scatter(
-                x=summary["hour"],
-                y=summary["median"],
-                mode="markers",
-                marker={"color": DEST, "size": 11, "symbol": "square"},
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": summary["q75"] - summary["median"],
-                    "arrayminus": summary["median"] - summary["q25"],
-                    "color": DEST,
-                    "thickness": 2,
-                },
-                customdata=summary[["n", "hour_from", "hour_to", "q25", "q75"]].to_numpy(),
-                name=f"observed trips, median and quartiles ({where})",
-                hovertemplate="%{customdata[0]} trips from %{customdata[1]}:00 to "
+        data.append(
+            {
+                "type": "scatter",
+                "x": _rounded(summary["hour"]),
+                "y": _rounded(summary["median"]),
+                "mode": "markers",
+                "marker": {"color": DEST, "size": 11, "symbol": "square"},
+                "error_y": _error_bars(
+                    summary["median"], summary["q25"], summary["q75"], DEST, 2, rounded=True
+                ),
+                "customdata": summary[["n", "hour_from", "hour_to", "q25", "q75"]]
+                .astype(float)
+                .to_numpy()
+                .tolist(),
+                "name": f"observed trips, median and quartiles ({where})",
+                "hovertemplate": "%{customdata[0]} trips from %{customdata[1]}:00 to "
                 "%{customdata[2]}:00: median %{y:.0f} min, quartiles %{customdata[3]:.0f}-"
                 "%{customdata[4]:.0f} min<extra></extra>",
-            )
+            }
         )
-    fig.add_vline(x=departure_hour, line={"color": "#444", "dash": "dot", "width": 1.5})
-    fig.update_xaxes(range=[0, 24], tickvals=list(range(0, 25, 3)))
-    fig.update_yaxes(rangemode="tozero")
-    return _layout(
-        fig,
-        title="Time-of-day profile of the same trip",
-        x="departure hour (local time)",
-        y="travel time (minutes)",
-        synthetic=synthetic,
-        height=400,
+    layout["shapes"].append(
+        _vline(float(departure_hour), {"color": "#444", "dash": "dot", "width": 1.5})
     )
+    layout["xaxis"].update(range=[0, 24], tickvals=list(range(0, 25, 3)))
+    layout["yaxis"].update(rangemode="tozero")
+    return _figure({"data": data, "layout": layout})
 
 
 def _wall_clock(times) -> pd.DatetimeIndex:
@@ -337,15 +474,9 @@ def predicted_vs_observed_figure(
                 y=frame["median_min"],
                 mode="markers",
                 marker={"color": colour, "size": 5, "opacity": 0.6},
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": frame["upper_min"] - frame["median_min"],
-                    "arrayminus": frame["median_min"] - frame["lower_min"],
-                    "color": colour,
-                    "thickness": 0.6,
-                    "width": 0,
-                },
+                error_y=_error_bars(
+                    frame["median_min"], frame["lower_min"], frame["upper_min"], colour, 0.6, 0
+                ),
                 name=f"{name}: median and {100 * level:g} % interval",
             )
         )

@@ -21,6 +21,8 @@ to the raw views in the sidebar.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,9 +136,63 @@ def _healed(home: str) -> tuple[str, ...]:
         return ()
 
 
+class _FirstStart:
+    """The demo model's training on first start, in a thread of its own.
+
+    A page's script is stopped by a rerun, a reload or a move to another page; training
+    in it was cancelled then (joblib cancelling the members being fitted, and warning
+    about it on the terminal) and started again from nothing by the next visit. Here it
+    goes on whatever the pages do; each page run only reads its progress.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self._lock = threading.Lock()
+        self._progress: tuple[int, int, float, str] | None = None
+        self._stages: list[str] = []
+        self.version: int | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        thread = threading.Thread(
+            target=self._run, args=(home,), name="vrvm-first-start", daemon=True
+        )
+        thread.start()
+
+    def _run(self, home: Path) -> None:
+        def progress(done: int, total: int, elapsed: float, phase: str) -> None:
+            with self._lock:
+                self._progress = (done, total, elapsed, phase)
+
+        def stage(text) -> None:
+            with self._lock:
+                self._stages.append(str(text))
+
+        try:
+            self.version, _ = demo.ensure_demo_model(
+                home, demo.demo_settings(), progress=progress, stage=stage
+            )
+        except BaseException as exc:  # handed to the page that shows it
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def snapshot(self) -> tuple[tuple[int, int, float, str] | None, list[str]]:
+        with self._lock:
+            return self._progress, list(self._stages)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _first_start_job(home: str) -> _FirstStart:
+    """One first start per process and home, shared by every session waiting for it."""
+    return _FirstStart(Path(home))
+
+
+FIRST_START_WAIT_S = 3600.0  # a page waits this long at most (the fit takes seconds)
+
+
 def _first_start(home: Path) -> None:
     """Train the demo model, showing progress, when the store is empty."""
     settings = demo.demo_settings()
+    job = _first_start_job(str(home))
     with st.status(
         "First start: building the demo model on Synthetica, a synthetic city", expanded=True
     ) as status:
@@ -145,19 +201,35 @@ def _first_start(home: Path) -> None:
             "This happens once; later starts load the saved model."
         )
         bar = st.progress(0.0, text="Preparing")
-
         time_left = TimeLeft()  # each phase's bar says its time left
+        shown = 0  # stage messages written so far
 
-        def progress(done: int, total: int, elapsed: float, phase: str) -> None:
-            text = time_left.say(done, total, elapsed, phase)
-            bar.progress(min(done / max(total, 1), 1.0), text=text)
+        def show() -> None:
+            nonlocal shown
+            progress, stages = job.snapshot()
+            if progress is not None:
+                done, total, elapsed, phase = progress
+                text = time_left.say(done, total, elapsed, phase)
+                bar.progress(min(done / max(total, 1), 1.0), text=text)
+            for line in stages[shown:]:
+                st.write(line)
+            shown = len(stages)
 
-        try:
-            version, _ = demo.ensure_demo_model(home, settings, progress=progress, stage=st.write)
-        except demo.StorageError:
+        deadline = time.monotonic() + FIRST_START_WAIT_S
+        while not job.done.wait(0.2) and time.monotonic() < deadline:
+            show()
+        show()
+        if not job.done.is_set():
+            status.update(label="The first start is still training", state="error")
+            st.stop()
+        _first_start_job.clear()  # done: a later first start (an emptied home) trains anew
+        if isinstance(job.error, demo.StorageError):
             status.update(label="First start failed: cannot write the data home", state="error")
-            raise
-        status.update(label=f"Demo model ready (version {version})", state="complete")
+            raise job.error
+        if job.error is not None:
+            status.update(label="First start failed", state="error")
+            raise job.error
+        status.update(label=f"Demo model ready (version {job.version})", state="complete")
 
 
 def _storage_problem(exc: OSError) -> None:

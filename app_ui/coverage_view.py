@@ -2,6 +2,9 @@
 
 State keys: ``{key}_metric`` ("median" or "probability"), ``{key}_conf`` (required
 probability for the reachable-zone count).
+
+The map downloads as CSV, GeoJSON and PNG (drawn on the server, :mod:`app_ui.map_image`);
+each file is made when its button is clicked, not on every rerun.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from app_ui import map_image
 from app_ui.context import ModelContext
 from vrvm.services import coverage, indices
 from vrvm.services.places import Place
@@ -32,12 +36,10 @@ def set_values(key: str, *, metric: str | None = None, confidence: float | None 
 def show_options(key: str) -> tuple[str, float]:
     st.session_state.setdefault(f"{key}_metric", "probability")
     st.session_state.setdefault(f"{key}_conf", 0.9)
-    metric = st.segmented_control(
-        "Colour zones by",
-        list(METRIC_LABELS),
-        format_func=METRIC_LABELS.get,
-        key=f"{key}_metric",
-        required=True,
+    # a radio, one option a line: the narrow control column cut a segmented control's
+    # label and first option off
+    metric = st.radio(
+        "Colour zones by", list(METRIC_LABELS), format_func=METRIC_LABELS.get, key=f"{key}_metric"
     )
     confidence = st.slider(
         "Required probability",
@@ -69,6 +71,8 @@ def show_results(
     departure,
     threshold_min: float,
     confidence: float,
+    legend: list[tuple[str, str]] | None = None,
+    metric: str = "probability",
 ) -> None:
     summary = coverage.reachable_summary(grid, confidence)
     st.metric(
@@ -80,22 +84,37 @@ def show_results(
     )
     when = pd.Timestamp(departure)
     stem = f"coverage_{when:%Y%m%d_%H%M}_{threshold_min:g}min"
-    left, right = st.columns(2)
+    synthetic = ctx.synthetic
+    left, middle, right = st.columns(3)
     left.download_button(
         "Download CSV",
-        coverage.coverage_csv(grid, origin, departure, threshold_min, synthetic=ctx.synthetic),
+        lambda: coverage.coverage_csv(grid, origin, departure, threshold_min, synthetic=synthetic),
         file_name=f"{stem}.csv",
         mime="text/csv",
         key=f"{key}_csv",
         width="stretch",
+        on_click="ignore",
     )
-    right.download_button(
+    middle.download_button(
         "Download GeoJSON",
-        coverage.coverage_geojson(grid, origin, departure, threshold_min, synthetic=ctx.synthetic),
+        lambda: coverage.coverage_geojson(
+            grid, origin, departure, threshold_min, synthetic=synthetic
+        ),
         file_name=f"{stem}.geojson",
         mime="application/geo+json",
         key=f"{key}_geojson",
         width="stretch",
+        on_click="ignore",
+    )
+    right.download_button(
+        "Download PNG",
+        lambda: map_png(ctx, grid, origin, when, threshold_min, metric, legend or []),
+        file_name=f"{stem}.png",
+        mime="image/png",
+        key=f"{key}_png",
+        width="stretch",
+        on_click="ignore",
+        help="The map as a picture for a slide: colours, legend and the origin.",
     )
     nearest = grid.sort_values("median_min").head(200)
     shown = ["label", "median_min", "lower80_min", "upper80_min", "prob_within"]
@@ -142,4 +161,26 @@ def show_results(
         + indices.definitions()
         + thin
         + (" Synthetic data." if ctx.synthetic else "")
+    )
+
+
+def map_png(
+    ctx: ModelContext,
+    grid: pd.DataFrame,
+    origin: Place,
+    when: pd.Timestamp,
+    threshold_min: float,
+    metric: str,
+    legend: list[tuple[str, str]],
+) -> bytes:
+    """The reach map as the page colours it, as a PNG (drawn when the button is clicked)."""
+    near = ctx.area.kind != "polygons"
+    fill, _, _ = coverage.coverage_map(grid, metric, threshold_min, near=near)
+    what = "Median travel time" if metric == "median" else f"P(arrive within {threshold_min:g} min)"
+    title = f"{what} from {origin.label}, leaving {when:%a %d %b %Y %H:%M}"
+    footnote = "vrvm: probabilistic travel times" + (
+        " · SYNTHETIC DATA (Synthetica, a fictional city)" if ctx.synthetic else ""
+    )
+    return map_image.reach_map_png(
+        ctx.area, fill, origin=origin, legend=legend, title=title, footnote=footnote
     )

@@ -17,7 +17,7 @@ State keys (all prefixed with the section's ``key``):
 ``{key}_metric``       what the map is coloured by (``"best"`` or ``"any"``)
 ``{key}_objective``    what a new base is ranked by (``"any"`` or ``"best"``)
 ``{key}_ranking``      the last ranking and the inputs it was made for
-``{key}_trip_date``, ``{key}_trip_time``, ``{key}_trip_threshold``  departure and T
+``{key}_trip_when``, ``{key}_trip_threshold``  departure and T
 """
 
 from __future__ import annotations

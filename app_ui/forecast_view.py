@@ -1,14 +1,23 @@
-"""The answer for one origin-destination pair: numbers, density and time-of-day profile."""
+"""The answer for one origin-destination pair: numbers, density and time-of-day profile.
+
+The answer card is made to be shown: the answer as one sentence to copy (a code block's
+copy button), the density and the fan chart each with plotly's PNG export in its
+toolbar. The time-of-day profile depends on the trip and its day only, so it is cached
+(``st.cache_data``) and not recomputed while the clock time or the threshold change.
+"""
 
 from __future__ import annotations
+
+from datetime import date
 
 import pandas as pd
 import streamlit as st
 
 from app_ui import charts, indices_view
 from app_ui.context import ModelContext, privacy_note
+from vrvm import TravelTimeModel
 from vrvm.services import forecast, privacy
-from vrvm.services.places import ODState
+from vrvm.services.places import ODState, Place
 from vrvm.services.text import plain_markdown
 
 
@@ -30,12 +39,23 @@ def _support_note(answer: forecast.ODAnswer) -> None:
         st.caption(f"{plain_markdown(support.sentence())} {spread}")
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def _day_profile(
+    version: int, origin: Place, dest: Place, day: date, _model: TravelTimeModel
+) -> pd.DataFrame:
+    """The trip's time-of-day profile on ``day`` (the model's ``version`` is the cache key
+    of ``_model``)."""
+    del version
+    return forecast.time_of_day_profile(_model, origin, dest, day)
+
+
 def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: float) -> None:
     """Median, mean, intervals, P(T <= threshold), the density and the daily profile."""
     if not state.complete:
         missing = "an origin and a destination" if state.origin is None else "a destination"
         st.info(f"Choose {missing}: click two zones on the map, or pick them from the lists.")
         return
+    local = pd.Timestamp(departure)
     answer = forecast.answer_od(
         ctx.model,
         state.origin,
@@ -45,6 +65,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         trips=ctx.trips,
         resolution=ctx.area.resolution,
         area=ctx.area,
+        profile=_day_profile(ctx.version, state.origin, state.dest, local.date(), ctx.model),
     )
     observed, rings = answer.observed, answer.observed_rings
     summary = None
@@ -70,7 +91,12 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         help="8 in 10 trips take this long.",
     )
     cols[3].metric(f"P(arrive within {threshold_min:g} min)", f"{100 * result.prob_within:.0f} %")
-    st.caption(result.summary_text() + (" Synthetic data." if ctx.synthetic else ""))
+    # the answer as one sentence with a copy button (a code block shows text verbatim)
+    st.code(
+        result.answer_sentence() + (" Synthetic data." if ctx.synthetic else ""),
+        language=None,
+        wrap_lines=True,
+    )
     _support_note(answer)
     indices_view.show(answer.indices)
 
@@ -80,6 +106,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
             charts.density_figure(answer.density, result, synthetic=ctx.synthetic),
             key=f"{key}_density",
             width="stretch",
+            config=charts.export_config(f"travel_time_density_{local:%Y%m%d_%H%M}"),
         )
     with right:
         table = result.intervals.rename(
@@ -95,10 +122,11 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         show_quantiles(key, answer.quantiles)
         st.caption(
             f"Exact mixture of {result.dist.n_components} ensemble members (faint curves, "
-            "each drawn at 1/M of its density so they add up to the mixture)."
+            "each drawn at 1/M of its density so they add up to the mixture). Each chart's "
+            ":material/photo_camera: button saves it as a PNG; the sentence above has a copy "
+            "button."
         )
 
-    local = pd.Timestamp(departure)
     st.plotly_chart(
         charts.profile_figure(
             answer.profile,
@@ -110,6 +138,7 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         ),
         key=f"{key}_profile",
         width="stretch",
+        config=charts.export_config(f"travel_time_profile_{local:%Y%m%d}"),
     )
     weekday = "weekend" if local.dayofweek >= 5 else "weekday"
     note = (

@@ -11,7 +11,7 @@ State keys (all prefixed with the section's ``key``):
 ``{key}_place``        the zone list
 ``{key}_direction``    ``"from"`` or ``"to"`` the place
 ``{key}_levels``       the probabilities p
-``{key}_trip_date``, ``{key}_trip_time``, ``{key}_trip_threshold``  departure and t
+``{key}_trip_when``, ``{key}_trip_threshold``  departure and t
                        (:mod:`app_ui.trip_controls`)
 ``{key}_geojson``      the download; ``{key}_table`` the table of regions
 """

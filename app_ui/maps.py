@@ -30,6 +30,15 @@ TOOLTIP_STYLE = {
     "fontSize": "13px",
     "padding": "6px 8px",
     "whiteSpace": "pre-line",  # "\n" in a field breaks the line (Streamlit escapes "<br/>" there)
+    # An info box pinned to the map's top-left corner instead of a box at the pointer:
+    # deck.gl places its tooltip right of and below the pointer and the chart clips it,
+    # so near the canvas's right or bottom edge it was cut off. deck.gl applies this
+    # style after its own translate(x, y), so "none" undoes it.
+    "transform": "none",
+    "top": "8px",
+    "left": "8px",
+    "maxWidth": "min(340px, calc(100% - 16px))",
+    "borderRadius": "4px",
 }
 
 # Styling of boundary features by their "kind" (the synthetic city's layers); other
@@ -126,8 +135,9 @@ def _zone_layers(area: ServiceArea, data: pd.DataFrame, od_data: pd.DataFrame):
             map_layers.zone_features(area, od_data),
             id="od-zones",
             get_line_color="properties.line",
+            get_fill_color="properties.fill",
             line_width_min_pixels=4,
-            filled=False,
+            filled=True,
             **common,
         )
         return zones, od_zones
@@ -152,8 +162,9 @@ def _zone_layers(area: ServiceArea, data: pd.DataFrame, od_data: pd.DataFrame):
         id="od-zones",
         get_hexagon="zone",
         get_line_color="line",
+        get_fill_color="fill",
         line_width_min_pixels=4,
-        filled=False,
+        filled=True,
         extruded=False,
         **common,
     )
@@ -203,6 +214,9 @@ def _deck(layers, view: ViewState, *, basemap: bool, tooltip, pitch: float = 0) 
         kwargs = {"map_provider": "carto", "map_style": pdk.map_styles.CARTO_LIGHT}
     return CompactDeck(
         layers=layers,
+        # no double-click zoom: deck.gl holds every click ~300 ms to tell it from a double
+        # click (visgl/deck.gl#3783); the maps are clicked, and zoomed by wheel or buttons
+        views=[pdk.View(type="MapView", controller={"doubleClickZoom": False})],
         initial_view_state=pdk.ViewState(
             latitude=view.latitude, longitude=view.longitude, zoom=view.zoom, pitch=pitch, bearing=0
         ),
@@ -223,16 +237,20 @@ def zone_deck(
 ) -> pdk.Deck:
     """Clickable zones (layer id ``zones``) with origin A and destination B marked.
 
+    The zones' layer does not depend on A and B: they are drawn in small layers above
+    it (``od-zones``, ``od-markers``, ``od-labels``).
+
     ``under``: layers drawn beneath the zones (above the boundary areas), such as
     regions the zones' fills leave visible (:func:`isochrone_layer`). ``markers``
     (columns ``lat``, ``lon``, ``name``, ``label``, ``color``; a fleet's bases) replace
     the A and B markers.
     """
-    data = map_layers.zone_layer_data(area, state, fill=fill, tips=tips)
+    data = map_layers.zone_layer_data(area, fill=fill, tips=tips)
     boundaries = boundary_layers(area.boundaries)
     areas = [layer for layer in boundaries if layer.id == "boundaries-areas"]
     overlays = [layer for layer in boundaries if layer.id != "boundaries-areas"]
-    zones, od_zones = _zone_layers(area, data, map_layers.od_zone_data(state))
+    od_data = map_layers.od_zone_data(state, filled=fill is None)
+    zones, od_zones = _zone_layers(area, data, od_data)
     markers = map_layers.marker_data(state) if markers is None else markers.copy()
     # the marker labels name zones, perhaps after an uploaded file: escaped like the zones'
     markers["label"] = [html.escape(str(label)) for label in markers["label"]]
@@ -272,6 +290,25 @@ def zone_deck(
     return _deck(layers, area.view, basemap=basemap, tooltip=tooltip)
 
 
+def _od_arcs(data: pd.DataFrame, layer_id: str, *, width) -> pdk.Layer:
+    """Arcs from ``origin_lon/lat`` to ``dest_lon/lat`` in each row's ``color``; ``width``
+    in pixels, or the name of a column holding it."""
+    return pdk.Layer(
+        "ArcLayer",
+        data,
+        id=layer_id,
+        get_source_position="[origin_lon, origin_lat]",
+        get_target_position="[dest_lon, dest_lat]",
+        get_source_color="color",
+        get_target_color="color",
+        get_width=width,
+        get_height=0.15,
+        width_min_pixels=1,
+        pickable=True,
+        auto_highlight=True,
+    )
+
+
 def arc_deck(
     table: pd.DataFrame,
     colours,
@@ -298,20 +335,7 @@ def arc_deck(
     data["weight"] = data["weight"].round(4)
     data["width"] = data["width"].round(3)
     outline = _zone_outline(area)
-    arcs = pdk.Layer(
-        "ArcLayer",
-        data,
-        id="relevance-arcs",
-        get_source_position="[origin_lon, origin_lat]",
-        get_target_position="[dest_lon, dest_lat]",
-        get_source_color="color",
-        get_target_color="color",
-        get_width=1.5,
-        get_height=0.15,
-        width_min_pixels=1,
-        pickable=True,
-        auto_highlight=True,
-    )
+    arcs = _od_arcs(data, "relevance-arcs", width=1.5)
     ends = pdk.Layer(
         "ScatterplotLayer",
         data,
@@ -348,20 +372,7 @@ def zone_arc_deck(
     data["arc_width"] = 1.0 + arcs["n"].clip(upper=8).to_numpy(float) / 2.0  # more, wider
     data["color"] = [list(map(int, c)) for c in colours]
     outline = _zone_outline(area)
-    layer = pdk.Layer(
-        "ArcLayer",
-        data,
-        id="relevance-zone-arcs",
-        get_source_position="[origin_lon, origin_lat]",
-        get_target_position="[dest_lon, dest_lat]",
-        get_source_color="color",
-        get_target_color="color",
-        get_width="arc_width",
-        get_height=0.15,
-        width_min_pixels=1,
-        pickable=True,
-        auto_highlight=True,
-    )
+    layer = _od_arcs(data, "relevance-zone-arcs", width="arc_width")
     tooltip = {
         "html": "<b>{n} relevance vector(s)</b> from {origin}<br/>to {destination}"
         "<br/>departing {hours}; summed |weight| {weight}",

@@ -11,7 +11,7 @@ State keys (all prefixed with the section's ``key``):
 ``{key}_origins``, ``{key}_dests``  the chosen zones (ids; first visit: the 10 busiest)
 ``{key}_quantiles``                 quantiles besides the median
 ``{key}_more``                      thresholds (minutes) besides T
-``{key}_trip_date``, ``{key}_trip_time``, ``{key}_trip_threshold``  departure and T
+``{key}_trip_when``, ``{key}_trip_threshold``  departure and T
                                     (:mod:`app_ui.trip_controls`)
 ``{key}_csv``, ``{key}_parquet``    the downloads; ``{key}_table`` the preview
 """

@@ -1,10 +1,15 @@
 """Departure date and time, and the arrival-time threshold.
 
-State keys: ``{key}_date``, ``{key}_time`` (departure, local to the model's time zone),
-``{key}_threshold`` (minutes).
+State keys: ``{key}_when`` (the departure, a naive datetime local to the model's time
+zone), ``{key}_threshold`` (minutes).
+
+The departure is one date-and-time field (``st.datetime_input``): a date typed into it
+is applied on Enter, which a separate date box only did when it lost the focus.
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 import pandas as pd
 import streamlit as st
@@ -19,26 +24,34 @@ def set_values(
 ) -> None:
     """Preset the widgets (from a shared link); call before :func:`show`."""
     if departure is not None:
-        st.session_state[f"{key}_date"] = departure.date()
-        st.session_state[f"{key}_time"] = departure.time().replace(second=0, microsecond=0)
+        st.session_state[f"{key}_when"] = _wall_clock(departure)
     if threshold_min is not None:
         st.session_state[f"{key}_threshold"] = float(threshold_min)
 
 
+def _wall_clock(departure) -> datetime:
+    """A departure as the field shows it: local wall-clock time to the minute, naive."""
+    stamp = pd.Timestamp(departure)
+    if stamp.tz is not None:
+        stamp = stamp.tz_localize(None)
+    return stamp.to_pydatetime().replace(second=0, microsecond=0)
+
+
 def _now(key: str, tz: str) -> None:
-    now = forecast.default_departure(tz)
-    st.session_state[f"{key}_date"] = now.date()
-    st.session_state[f"{key}_time"] = now.time()
+    st.session_state[f"{key}_when"] = _wall_clock(forecast.default_departure(tz))
 
 
 def show(key: str, tz: str) -> tuple[pd.Timestamp, float]:
     """Departure (default: now in the model's time zone) and threshold T in minutes."""
-    if f"{key}_date" not in st.session_state or f"{key}_time" not in st.session_state:
+    if st.session_state.get(f"{key}_when") is None:  # first run, or the field cleared
         _now(key, tz)
     st.session_state.setdefault(f"{key}_threshold", DEFAULT_THRESHOLD_MIN)
-    left, right = st.columns([3, 2])
-    day = left.date_input("Departure date", key=f"{key}_date")
-    clock = right.time_input("Time", key=f"{key}_time", step=300)
+    when = st.datetime_input(
+        "Departure (local time)",
+        key=f"{key}_when",
+        step=300,
+        help="Type a date and a time and press Enter, or pick them from the calendar.",
+    )
     st.button(
         "Leave now",
         key=f"{key}_now",
@@ -50,7 +63,7 @@ def show(key: str, tz: str) -> tuple[pd.Timestamp, float]:
     threshold = threshold_input(
         key, help="Probability of arriving within T minutes; on the coverage map, per zone."
     )
-    return forecast.combine_departure(day, clock, tz), threshold
+    return forecast.combine_departure(when.date(), when.time(), tz), threshold
 
 
 def threshold_input(key: str, help: str | None = None) -> float:

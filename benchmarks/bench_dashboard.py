@@ -204,7 +204,7 @@ def main() -> None:
         if with_deck:
             maps.zone_deck(a, state, fill=fill, tips=tips).to_json()
         else:
-            map_layers.zone_layer_data(a, state, fill=fill, tips=tips)
+            map_layers.zone_layer_data(a, fill=fill, tips=tips)
 
     finer = area_svc.build_service_area(model, trips=trips, resolution=area.resolution + 1)
     big = replace(finer, grid=finer.grid.head(2000).reset_index(drop=True))

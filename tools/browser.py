@@ -168,3 +168,172 @@ def click_zone(
         except Exception:
             if attempt == attempts - 1:
                 raise
+
+
+# --------------------------------------------------------------------------------------
+# Timing an interaction: what the websocket carried, and when the page was idle again.
+# --------------------------------------------------------------------------------------
+
+RUNNING = (
+    '() => !document.querySelector(\'[data-testid="stStatusWidgetRunningIcon"],'
+    ' [data-testid="stStatusWidgetRunningManIcon"], [data-stale="true"]\')'
+)
+"""True when Streamlit shows no running indicator and no element is stale (faded)."""
+
+LONG_TASKS_JS = """() => {
+  if (window.__vrvmLongTasks) return;
+  window.__vrvmLongTasks = [];
+  new PerformanceObserver(list => {
+    for (const e of list.getEntries()) window.__vrvmLongTasks.push([e.startTime, e.duration]);
+  }).observe({type: "longtask", buffered: true});
+}"""
+"""Records the page's long tasks (main thread busy over 50 ms) in ``window.__vrvmLongTasks``."""
+
+PAINTED = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+"""Resolves after the browser has painted the current state (two animation frames)."""
+
+
+class WebsocketLog:
+    """Every Streamlit websocket frame of a Playwright page: when, which way, how large, what.
+
+    Received frames are Streamlit ``ForwardMsg`` protobufs, sent ones ``BackMsg``; each
+    is decoded to its kind (``"delta:plotly_chart"``, ``"script_finished"``,
+    ``"rerun_script"``, ...) so that a timed interaction can say which elements its
+    bytes were. Attach before ``page.goto``.
+    """
+
+    def __init__(self, page) -> None:
+        self.frames: list[tuple[float, str, int, str]] = []  # (time, "in"/"out", bytes, kind)
+        page.on("websocket", self._attach)
+
+    def _attach(self, ws) -> None:
+        if "_stcore/stream" not in ws.url:
+            return
+        ws.on("framereceived", lambda payload: self._add("in", payload))
+        ws.on("framesent", lambda payload: self._add("out", payload))
+
+    def _add(self, direction: str, payload) -> None:
+        now = time.perf_counter()
+        data = payload if isinstance(payload, bytes) else str(payload).encode()
+        self.frames.append((now, direction, len(data), _frame_kind(direction, data)))
+
+    def mark(self) -> int:
+        """The position to time from (the frames recorded so far)."""
+        return len(self.frames)
+
+    def since(self, mark: int) -> list[tuple[float, str, int, str]]:
+        return self.frames[mark:]
+
+    def finished_after(self, mark: int) -> float | None:
+        """When the first script (or fragment) run that ended after ``mark`` ended."""
+        for t, direction, _, kind in self.frames[mark:]:
+            if direction == "in" and kind.startswith("script_finished"):
+                return t
+        return None
+
+
+def _frame_kind(direction: str, data: bytes) -> str:
+    try:
+        if direction == "in":
+            from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+            msg = ForwardMsg.FromString(data)
+            kind = msg.WhichOneof("type") or "?"
+            if kind == "delta":
+                delta = msg.delta
+                inner = delta.WhichOneof("type") or "?"
+                if inner == "new_element":
+                    inner = delta.new_element.WhichOneof("type") or "?"
+                return f"delta:{inner}"
+            if kind == "script_finished":
+                return f"script_finished:{msg.script_finished}"
+            return kind
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        return BackMsg.FromString(data).WhichOneof("type") or "?"
+    except Exception:  # a frame that is not a Streamlit message
+        return "?"
+
+
+def timed_interaction(
+    page,
+    log: WebsocketLog,
+    action,
+    done_js: str,
+    arg=None,
+    *,
+    timeout_s: float = 60.0,
+) -> dict:
+    """Do ``action()`` and time it until the page shows its result and is idle.
+
+    Done means: a script (or fragment) run that started after the action has finished
+    (its ``script_finished`` message arrived), ``done_js(arg)`` is true in the page (the
+    new answer is shown), Streamlit shows no running indicator and nothing stale, and
+    the browser has painted that state. Returns the seconds from the action to done
+    (``total_s``) and where they went: ``input_s`` (action to the browser's first
+    message), ``server_s`` (that message to the run's end: the script's time on the
+    server and the transfer of its messages), ``render_s`` (the rest: the browser
+    applying and drawing the messages), ``bytes_in`` and ``bytes_by_kind`` (what was
+    received, by message kind), ``browser_busy_s`` (the browser's main thread in long
+    tasks, over 50 ms each, meanwhile: parsing, React, deck.gl, plotly), and
+    ``timeline_ms`` (each frame: milliseconds after the action, direction, bytes, kind).
+    """
+    mark = log.mark()
+    page.evaluate(LONG_TASKS_JS)
+    since = page.evaluate("() => performance.now()")
+    start = time.perf_counter()
+    action()
+    deadline = start + timeout_s
+    while log.finished_after(mark) is None:
+        if time.perf_counter() > deadline:
+            raise TimeoutError("no script run finished after the action")
+        page.wait_for_timeout(5)
+    remaining_ms = max(1000.0, (deadline - time.perf_counter()) * 1000.0)
+    page.wait_for_function(done_js, arg=arg, timeout=remaining_ms, polling="raf")
+    page.wait_for_function(RUNNING, timeout=remaining_ms, polling="raf")
+    page.evaluate(PAINTED)
+    end = time.perf_counter()
+    page.evaluate(LONG_TASKS_JS)  # again after a navigation (buffered: from its start)
+    busy_ms = page.evaluate(
+        "since => window.__vrvmLongTasks.filter(t => t[0] >= since)"
+        ".reduce((sum, t) => sum + t[1], 0)",
+        since,
+    )
+    frames = log.since(mark)
+    sent = next((t for t, d, _, _ in frames if d == "out"), start)
+    finished = log.finished_after(mark)
+    by_kind: dict[str, int] = {}
+    for _, direction, size, kind in frames:
+        if direction == "in":
+            by_kind[kind] = by_kind.get(kind, 0) + size
+    return {
+        "total_s": end - start,
+        "input_s": sent - start,
+        "server_s": finished - sent,
+        "render_s": end - finished,
+        "browser_busy_s": busy_ms / 1000.0,
+        "bytes_in": sum(by_kind.values()),
+        "bytes_by_kind": by_kind,
+        "timeline_ms": [
+            (round(1000 * (t - start)), direction, size, kind)
+            for t, direction, size, kind in frames
+        ],
+    }
+
+
+def answer_text(page) -> str:
+    """The answer sentence shown on the Predict page ("" when there is none)."""
+    return page.evaluate(ANSWER_JS)
+
+
+ANSWER_JS = (
+    '() => { const el = [...document.querySelectorAll(\'[data-testid="stCaptionContainer"],'
+    " [data-testid=\"stCode\"]')].find(e => e.innerText.includes('typically'));"
+    " return el ? el.innerText : ''; }"
+)
+CHANGED_ANSWER_JS = (
+    'before => { const el = [...document.querySelectorAll(\'[data-testid="stCaptionContainer"],'
+    " [data-testid=\"stCode\"]')].find(e => e.innerText.includes('typically'));"
+    " return !!el && el.innerText !== before; }"
+)
+"""True once an answer sentence other than ``before`` is shown."""

@@ -106,7 +106,36 @@ def test_predict_page_first_run(vrvm_home):
     layer_ids = [layer["id"] for layer in spec["layers"]]
     assert "zones" in layer_ids and "boundaries-lines" in layer_ids
     assert "mapStyle" not in spec or spec["mapStyle"] == "__MAP_STYLE__"  # offline: no basemap
+
+
+def test_a_first_visit_opens_on_a_busy_trip_with_its_answer(vrvm_home):
+    """No empty state: a busy pair across the city, its answer, and what to click next."""
+    from vrvm.services.schedule import default_pair
+
+    origin, dest = default_pair(area_of(vrvm_home))
+    at = run_app()
+    no_exception(at)
+    assert at.selectbox(key="od_origin").value == origin.label
+    assert at.selectbox(key="od_dest").value == dest.label
+    assert not at.info  # nothing asks to choose first
+    assert metrics(at)["Median"].endswith(" min")
+    sentence = at.code[0].value  # the answer to copy onto a slide (a copy button)
+    assert sentence.startswith(f"From {origin.label} to {dest.label}, leaving ")
+    assert "typically" in sentence and sentence.endswith("Synthetic data.")
+    assert any("press Swap for the way back" in m.value for m in at.markdown)
+    for chart in at.get("plotly_chart"):  # plotly's own PNG export, named for the file
+        options = json.loads(chart.proto.config)["toImageButtonOptions"]
+        assert options["format"] == "png" and options["filename"].startswith("travel_time_")
+    # the Reach map opens on the busiest zone: the origin of the same trip
+    at.segmented_control(key="predict_mode").set_value("coverage").run()
+    no_exception(at)
+    assert at.selectbox(key="od_origin").value == origin.label
+    assert any(k.startswith("Zones reached") for k in metrics(at))
+    # cleared, the page says what to do (the only empty state, chosen by the user)
+    at.segmented_control(key="predict_mode").set_value("od").run()
+    at.button(key="od_clear").click().run()
     assert any("Choose an origin and a destination" in i.value for i in at.info)
+    assert any("Click a zone for the origin" in m.value for m in at.markdown)
 
 
 def test_od_from_the_lists(vrvm_home):
@@ -180,7 +209,7 @@ def test_a_shared_link_restores_the_view(vrvm_home):
     assert at.selectbox(key="od_origin").value == a["label"]
     assert at.selectbox(key="od_dest").value == b["label"]
     assert at.number_input(key="trip_threshold").value == 25
-    assert str(at.time_input(key="trip_time").value) == "08:15:00"
+    assert str(at.datetime_input(key="trip_when").value) == "2024-03-05 08:15:00"
     assert "P(arrive within 25 min)" in metrics(at)
     assert at.query_params["t"] == "2024-03-05T08:15"
     bad = run_app(o="nonsense", mode="x")
@@ -191,10 +220,7 @@ def test_a_shared_link_restores_the_view(vrvm_home):
 def test_coverage_map_by_probability_and_median(vrvm_home):
     area = area_of(vrvm_home)
     at = run_app()
-    at.segmented_control(key="predict_mode").set_value("coverage").run()
-    assert any("Choose an origin" in i.value for i in at.info)
     # an OD pair chosen before: the coverage map starts from its origin, marks only A
-    at.segmented_control(key="predict_mode").set_value("od").run()
     at.selectbox(key="od_origin").set_value(area.grid["label"][200]).run()
     at.selectbox(key="od_dest").set_value(area.grid["label"][len(area.grid) * 4 // 5]).run()
     at.segmented_control(key="predict_mode").set_value("coverage").run()
@@ -209,12 +235,17 @@ def test_coverage_map_by_probability_and_median(vrvm_home):
     assert at.selectbox(key="od_origin").value == area.grid["label"][300]
     label = next(k for k in metrics(at) if k.startswith("Zones reached"))
     assert "with ≥ 90 % probability" in label and f"of {len(area.grid)}" in metrics(at)[label]
-    assert [d.label for d in at.get("download_button")] == ["Download CSV", "Download GeoJSON"]
+    assert [d.label for d in at.get("download_button")] == [
+        "Download CSV",
+        "Download GeoJSON",
+        "Download PNG",
+    ]
     spec = json.loads(deck(at, "od_map").proto.json)
     zones = next(layer for layer in spec["layers"] if layer["id"] == "zones")
     assert len({tuple(z["fill"]) for z in zones["data"]}) >= 2  # a choropleth
     assert "P(≤ 15 min)" in zones["data"][0]["tip"]
-    at.segmented_control(key="coverage_metric").set_value("median").run()
+    assert at.radio(key="coverage_metric").options == ["Median travel time", "P(arrive within T)"]
+    at.radio(key="coverage_metric").set_value("median").run()
     no_exception(at)
     assert at.query_params["metric"] == "median" and at.query_params["mode"] == "coverage"
     assert "d" not in at.query_params

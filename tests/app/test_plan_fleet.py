@@ -43,8 +43,7 @@ def plan_fleet() -> AppTest:
     """The Plan page opened on its fleet section, departing 08:15 on a Tuesday."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["plan_section"] = "fleet"
-    at.session_state[f"{KEY}_trip_date"] = dt.date(2024, 3, 5)
-    at.session_state[f"{KEY}_trip_time"] = dt.time(8, 15)
+    at.session_state[f"{KEY}_trip_when"] = dt.datetime(2024, 3, 5, 8, 15)
     at = at.switch_page(PLAN).run()
     no_exception(at)
     return at

@@ -33,8 +33,7 @@ def plan_isochrones() -> AppTest:
 
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["plan_section"] = "isochrone"
-    at.session_state[f"{KEY}_trip_date"] = dt.date(2024, 3, 5)
-    at.session_state[f"{KEY}_trip_time"] = dt.time(8, 15)
+    at.session_state[f"{KEY}_trip_when"] = dt.datetime(2024, 3, 5, 8, 15)
     return at.switch_page(PLAN).run()
 
 

@@ -26,8 +26,7 @@ def run_matrix() -> AppTest:
     """The Plan page opened on its OD matrix section, departing at 08:15 on a Tuesday."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["plan_section"] = "matrix"
-    at.session_state[f"{KEY}_trip_date"] = DAY
-    at.session_state[f"{KEY}_trip_time"] = CLOCK
+    at.session_state[f"{KEY}_trip_when"] = dt.datetime.combine(DAY, CLOCK)
     return at.switch_page(PLAN).run()
 
 

@@ -133,7 +133,11 @@ def test_pick_origin_and_destination_by_polygon(vrvm_home):
     fills = {tuple(f["properties"]["fill"]) for f in zone_layer(at)["data"]}
     assert len(fills) >= 2
     assert f"of {len(labels)}" in next(v for k, v in metrics(at).items() if k.startswith("Zones"))
-    assert [d.label for d in at.get("download_button")] == ["Download CSV", "Download GeoJSON"]
+    assert [d.label for d in at.get("download_button")] == [
+        "Download CSV",
+        "Download GeoJSON",
+        "Download PNG",
+    ]
 
     # the relevance-vector arcs are drawn over the polygons, not over hexagons
     at.switch_page("pages/1_Relevance_vectors.py").run()

@@ -45,7 +45,7 @@ def test_parse_latlon_rejects(text):
 
 
 def _payload(area, index, *, with_object=True):
-    record = zone_layer_data(area, ODState()).iloc[index].to_dict()
+    record = zone_layer_data(area).iloc[index].to_dict()
     selection = {
         "indices": {"zones": [index]},
         "objects": {"zones": [record] if with_object else []},

@@ -98,7 +98,7 @@ def test_clicks_and_typed_points_find_the_polygon(chicago):
     expected = zones.zone_of(lat, lon)
     np.testing.assert_array_equal(area.grid["zone"].to_numpy()[rows], expected)
     # a click on the polygon layer: the picked GeoJSON feature names its zone
-    data = zone_layer_data(area, ODState())
+    data = zone_layer_data(area)
     features = zone_features(area, data)
     assert len(features) == len(area.grid) and features[5]["properties"]["zone"] == "6"
     payload = {"selection": {"indices": {"zones": [5]}, "objects": {"zones": [features[5]]}}}

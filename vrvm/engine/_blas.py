@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["CORE_THREADS", "in_threads", "single_threaded_blas"]
+__all__ = ["CORE_THREADS", "SharedSetting", "in_threads", "single_threaded_blas"]
 
 CORE_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
 """Threads :func:`in_threads` runs by default: one per core (at most 8)."""
@@ -31,9 +31,49 @@ def _controller() -> ThreadpoolController:
     return ThreadpoolController()  # inspecting the loaded libraries takes ~10 ms: once
 
 
-_lock = threading.Lock()
-_users = 0  # callers currently inside single_threaded_blas
-_limiter = None  # the active threadpoolctl limit, restored by the last user
+class SharedSetting:
+    """A process-wide setting that concurrent users share: the first to enter makes it
+    (``make()`` returns what ``undo(made)`` needs), the last to leave undoes it; nesting
+    is allowed. The one way vrvm scopes process-wide numerical settings (BLAS threads
+    here, the heap in :mod:`vrvm.engine._malloc`).
+
+    Examples
+    --------
+    >>> log = []
+    >>> setting = SharedSetting(lambda: log.append("on"), lambda made: log.append("off"))
+    >>> with setting.held():
+    ...     with setting.held():
+    ...         log.append("work")
+    >>> log
+    ['on', 'work', 'off']
+    """
+
+    def __init__(self, make, undo):
+        self._make, self._undo = make, undo
+        self._lock = threading.Lock()
+        self._users = 0
+        self._made = None
+
+    @contextlib.contextmanager
+    def held(self):
+        with self._lock:
+            if self._users == 0:
+                self._made = self._make()
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    made, self._made = self._made, None
+                    self._undo(made)
+
+
+_one_blas_thread = SharedSetting(
+    lambda: _controller().limit(limits=1, user_api="blas"),
+    lambda limiter: limiter.restore_original_limits(),
+)
 
 
 @contextlib.contextmanager
@@ -42,8 +82,8 @@ def single_threaded_blas():
 
     The limit is process-wide, so concurrent callers (a dashboard serving several
     sessions, members fitted in threads) share one limit, set by the first to enter
-    and lifted by the last to leave; nesting is allowed. Also a decorator:
-    ``@single_threaded_blas()``.
+    and lifted by the last to leave (:class:`SharedSetting`); nesting is allowed. Also
+    a decorator: ``@single_threaded_blas()``.
 
     Examples
     --------
@@ -52,19 +92,8 @@ def single_threaded_blas():
     ...     all(p["num_threads"] == 1 for p in threadpool_info() if p["user_api"] == "blas")
     True
     """
-    global _users, _limiter
-    with _lock:
-        if _users == 0:
-            _limiter = _controller().limit(limits=1, user_api="blas")
-        _users += 1
-    try:
+    with _one_blas_thread.held():
         yield
-    finally:
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                _limiter.restore_original_limits()
-                _limiter = None
 
 
 _Item = TypeVar("_Item")

@@ -21,7 +21,8 @@ import ctypes
 import ctypes.util
 import functools
 import os
-import threading
+
+from vrvm.engine._blas import SharedSetting
 
 __all__ = ["TRIM_ENV", "heap_for_numerics"]
 
@@ -32,9 +33,6 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _DEFAULT_MMAP_THRESHOLD = 128 * 1024  # glibc's initial value, kept once the trim is set
 _NUMERIC_THRESHOLD = 32 * 1024 * 1024  # glibc's largest mmap threshold on 64-bit
-
-_lock = threading.Lock()
-_users = 0
 
 
 @functools.cache
@@ -60,12 +58,29 @@ def _trim_from_environment() -> int | None:
         return None
 
 
+def _raise_thresholds():
+    mallopt = _mallopt()
+    mallopt(_M_MMAP_THRESHOLD, _NUMERIC_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, 2 * _NUMERIC_THRESHOLD)
+    return _trim_from_environment()
+
+
+def _restore_thresholds(trim: int) -> None:
+    mallopt = _mallopt()
+    mallopt(_M_TRIM_THRESHOLD, trim)
+    mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP_THRESHOLD)
+
+
+_numeric_heap = SharedSetting(_raise_thresholds, _restore_thresholds)
+
+
 @contextlib.contextmanager
 def heap_for_numerics():
     """Large allocations from the reused heap inside the block (see the module docstring).
 
     Process-wide like the heap itself: concurrent tasks share one setting, made by the
-    first to enter and undone by the last to leave; nesting is allowed.
+    first to enter and undone by the last to leave (:class:`~vrvm.engine._blas.SharedSetting`);
+    nesting is allowed.
 
     Examples
     --------
@@ -74,22 +89,8 @@ def heap_for_numerics():
     >>> total
     45
     """
-    global _users
-    trim = _trim_from_environment()
-    mallopt = _mallopt() if trim is not None else None
-    if mallopt is None:
+    if _trim_from_environment() is None or _mallopt() is None:
         yield
         return
-    with _lock:
-        if _users == 0:
-            mallopt(_M_MMAP_THRESHOLD, _NUMERIC_THRESHOLD)
-            mallopt(_M_TRIM_THRESHOLD, 2 * _NUMERIC_THRESHOLD)
-        _users += 1
-    try:
+    with _numeric_heap.held():
         yield
-    finally:
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                mallopt(_M_TRIM_THRESHOLD, trim)
-                mallopt(_M_MMAP_THRESHOLD, _DEFAULT_MMAP_THRESHOLD)

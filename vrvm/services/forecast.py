@@ -148,6 +148,24 @@ class ODForecast:
         line += f"; P(arrive within {self.threshold_min:g} min) = {100 * self.prob_within:.0f} %."
         return line
 
+    def answer_sentence(self) -> str:
+        """The answer in one plain sentence naming both places, to copy onto a slide.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from vrvm import MixtureDistribution
+        >>> dist = MixtureDistribution(np.log([[600.0]]), 0.2, df=np.array([[30.0]]),
+        ...                            transform="log")
+        >>> a, b = Place(0.0, 0.0, "a", "Harbour"), Place(0.1, 0.1, "b", "Old Town")
+        >>> answer = ODForecast(a, b, pd.Timestamp("2024-03-05 08:15"), 10.0, 10.2, 2.0,
+        ...                     interval_table(dist), 12.0, 0.8, dist)
+        >>> answer.answer_sentence()
+        'From Harbour to Old Town, leaving Tue 05 Mar 2024 08:15: typically 10 min (median), 8 in 10 trips take 8-13 min; P(arrive within 12 min) = 80 %.'
+        """  # noqa: E501
+        leaving = f"leaving {self.departure:%a %d %b %Y %H:%M}"
+        return self.summary_text(f"From {self.origin.label} to {self.dest.label}, {leaving}")
+
 
 def forecast_od(
     model: TravelTimeModel,
@@ -393,6 +411,7 @@ def answer_od(
     trips: pd.DataFrame | TripTable | None,
     resolution: int,
     area: ServiceArea | None = None,
+    profile: pd.DataFrame | None = None,
 ) -> ODAnswer:
     """The whole answer for one origin, destination and departure time, in one call.
 
@@ -402,6 +421,10 @@ def answer_od(
     trips count as "between the two zones". With the service ``area`` (whose
     ``support`` indexes the same trips) the answer also says how many training trips
     stand behind it.
+
+    ``profile``: the :func:`time_of_day_profile` of this trip on the departure's day,
+    computed before (it depends on neither the clock time nor the threshold, so a page
+    keeps it while only those change); computed here when None.
     """
     forecast = forecast_od(model, origin, dest, departure, threshold_min)
     if area is not None and area.kind == "polygons":
@@ -419,7 +442,9 @@ def answer_od(
         forecast=forecast,
         density=density_curve(forecast.dist),
         quantiles=quantile_table(forecast.dist, ANSWER_QUANTILES),
-        profile=time_of_day_profile(model, origin, dest, departure),
+        profile=(
+            time_of_day_profile(model, origin, dest, departure) if profile is None else profile
+        ),
         observed=observed,
         observed_rings=rings,
         support=support,

@@ -23,7 +23,6 @@ __all__ = ["marker_data", "od_zone_data", "zone_features", "zone_layer_data"]
 
 def zone_layer_data(
     area: ServiceArea,
-    state: ODState,
     *,
     fill: np.ndarray | None = None,
     tips: Sequence[str] | None = None,
@@ -34,18 +33,15 @@ def zone_layer_data(
     polygon's id), ``label`` (HTML-escaped, for the tooltip), ``fill`` (RGBA) and ``tip`` (tooltip
     HTML; by default how many training trips start or end in the zone). ``fill``
     colours a choropleth; without it zones are pale (paler still where no training
-    trip starts or ends: the thin ring around the trips) and the origin and
-    destination zones take their own colours.
+    trip starts or ends: the thin ring around the trips). The origin and destination
+    are not in it (:func:`od_zone_data` draws them above), so the layer, the largest
+    part of the map, stays the same while they change.
     """
     grid = area.grid
     n = len(grid)
     if fill is None:
         fills = np.tile(np.array([120, 130, 140, 28]), (n, 1))
         fills[grid["n_points"].to_numpy() == 0, 3] = 12
-        index = area.zone_index
-        for place, rgb in ((state.origin, ORIGIN_RGB), (state.dest, DEST_RGB)):
-            if place is not None and place.zone in index:
-                fills[index[place.zone]] = rgba(rgb, 200)
     else:
         fills = np.array(fill)
     return pd.DataFrame(
@@ -82,14 +78,16 @@ def zone_features(area: ServiceArea, data: pd.DataFrame) -> list[dict]:
     ]
 
 
-def od_zone_data(state: ODState) -> pd.DataFrame:
-    """The origin and destination zones, outlined in their colours above the map."""
+def od_zone_data(state: ODState, *, filled: bool = True) -> pd.DataFrame:
+    """The origin and destination zones in their colours, drawn above the zone layer:
+    ``line`` (RGBA) and ``fill`` (RGBA, translucent; clear with ``filled=False``, above a
+    choropleth whose colour must show)."""
     rows = [
-        {"zone": place.zone, "line": rgba(rgb, 255)}
+        {"zone": place.zone, "line": rgba(rgb, 255), "fill": rgba(rgb, 200 if filled else 0)}
         for place, rgb in ((state.origin, ORIGIN_RGB), (state.dest, DEST_RGB))
         if place is not None and place.zone is not None
     ]
-    return pd.DataFrame(rows, columns=["zone", "line"])
+    return pd.DataFrame(rows, columns=["zone", "line", "fill"])
 
 
 def marker_data(state: ODState) -> pd.DataFrame:

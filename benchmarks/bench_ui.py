@@ -1,0 +1,339 @@
+"""The dashboard as a planner feels it: interactions timed in headless Chromium.
+
+Targets (issue 18): click a zone, swap, change the departure time or the threshold ->
+new answer shown and the app idle in at most 300 ms median, 600 ms worst, with the
+default model on this 2-core machine; a shared URL with an origin and a destination
+opens to its answer in at most 1 s after the first start (timed in a new tab of a
+browser that has had the app open, and in a fresh browser profile); the Chicago
+community areas upload and draw in at most 2 s.
+
+What is run: ``streamlit run app.py`` on 127.0.0.1 over its own data home holding the
+default demo model (trained first, about 20 s, unless ``--home`` is given), driven by
+Debian's Chromium through Playwright (``tools/browser.py``). Each interaction is timed
+from the action (a click, a key) until a script run started after it has finished, the
+new answer is on the page (the answer sentence changed), Streamlit shows no running
+indicator and nothing stale, and the browser has painted (two animation frames):
+:func:`tools.browser.timed_interaction`. Each time is cut into
+
+* **input**: the action to the browser's first websocket message (deck.gl picking a
+  zone, a widget's own handling);
+* **server**: that message to the run's ``script_finished`` message (the script's time
+  on the server, and sending its messages over the loopback);
+* **render**: the rest (the browser applying the messages: React, deck.gl, plotly);
+
+with the bytes received, by message kind (``delta:deck_gl_json_chart``,
+``delta:plotly_chart``, ...).
+
+Usage::
+
+    python benchmarks/bench_ui.py                        # trains the default model first
+    python benchmarks/bench_ui.py --home DIR --repeats 8 --json benchmarks/results/ui.json
+
+Prints a Markdown table (medians and worst over the repeats) and the 1-minute load
+average before and after; ``--json`` keeps every measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tools.browser import (  # noqa: E402 (after the path set-up)
+    CHANGED_ANSWER_JS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    RUNNING,
+    WebsocketLog,
+    answer_text,
+    lnglat_to_pixel,
+    streamlit_server,
+    timed_interaction,
+)
+
+CHICAGO = REPO.parent / "shared" / "data" / "chicago_community_areas.geojson"
+VIEWPORT = {"width": 1400, "height": 1000}
+LABEL_SHOWN_JS = "label => [...document.querySelectorAll('input')].some(e => e.value === label)"
+CAPTION_SHOWN_JS = (
+    "text => [...document.querySelectorAll('[data-testid=\"stCaptionContainer\"]')]"
+    ".some(e => e.innerText.includes(text))"
+)
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def ensure_home(home: Path | None) -> Path:
+    """A data home with the default demo model (trained now unless ``home`` has one)."""
+    from vrvm.services import demo
+
+    if home is None:
+        home = Path(tempfile.mkdtemp(prefix="vrvm-bench-ui-")) / "home"
+    demo.prepare_home(home)
+    demo.ensure_demo_model(home, demo.demo_settings())
+    return home
+
+
+def service_area(home: Path):
+    from vrvm import TravelTimeModel
+    from vrvm.services import area as area_svc
+    from vrvm.services import models
+
+    _, path = models.active_model_path(home)
+    model = TravelTimeModel.load(path)
+    trips = models.training_trip_table(home, model)
+    return model, area_svc.build_service_area(model, trips=trips)
+
+
+def zone_targets(area, width: float, height: float, n: int) -> list[tuple[str, float, float]]:
+    """The ``n`` busiest zones well inside the canvas: (label, x, y) pixels."""
+    grid = area.grid
+    x, y = lnglat_to_pixel(area.view, grid["lat"], grid["lon"], width_px=width, height_px=height)
+    inside = (x > 60) & (x < width - 60) & (y > 60) & (y < height - 60)
+    order = np.argsort(-grid["n_points"].to_numpy(), kind="stable")
+    chosen = [i for i in order if inside[i]][:n]
+    return [(str(grid["label"].iloc[i]), float(x[i]), float(y[i])) for i in chosen]
+
+
+def shared_url(base: str, model, area) -> str:
+    from vrvm.services import forecast, schedule, url_state
+    from vrvm.services.places import ODState
+
+    origin, dest = schedule.default_pair(area)
+    departure = forecast.default_departure(model.tz_).replace(hour=8, minute=15)
+    params = url_state.to_query_params(ODState(origin, dest), departure, threshold_min=15.0)
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return f"{base}/?{query}"
+
+
+def open_answer(page, log: WebsocketLog, url: str) -> dict:
+    """Go to ``url`` and time it until the answer is shown and the app idle."""
+    return timed_interaction(
+        page, log, lambda: page.goto(url), CHANGED_ANSWER_JS, "", timeout_s=120
+    )
+
+
+def summarise(name: str, runs: list[dict]) -> dict:
+    total = np.array([r["total_s"] for r in runs])
+    parts = {k: float(np.median([r[k] for r in runs])) for k in ("input_s", "server_s", "render_s")}
+    kinds: dict[str, list[int]] = {}
+    for r in runs:
+        for kind, size in r["bytes_by_kind"].items():
+            kinds.setdefault(kind, []).append(size)
+    biggest = sorted(kinds.items(), key=lambda kv: -float(np.median(kv[1])))[:3]
+    return {
+        "interaction": name,
+        "n": len(runs),
+        "median_s": float(np.median(total)),
+        "worst_s": float(total.max()),
+        "best_s": float(total.min()),
+        **{f"median_{k}": v for k, v in parts.items()},
+        "median_bytes_in": float(np.median([r["bytes_in"] for r in runs])),
+        "largest_kinds": {k: float(np.median(v)) for k, v in biggest},
+        "runs": runs,
+    }
+
+
+def table(summaries: list[dict]) -> str:
+    lines = [
+        "| interaction | n | median ms | worst ms | input / server / render ms (medians) "
+        "| KB received (median) | largest messages (KB) |",
+        "|---|---:|---:|---:|---|---:|---|",
+    ]
+    for s in summaries:
+        kinds = ", ".join(
+            f"{k.split(':', 1)[-1]} {v / 1024:.0f}" for k, v in s["largest_kinds"].items()
+        )
+        lines.append(
+            f"| {s['interaction']} | {s['n']} | {1e3 * s['median_s']:,.0f} | "
+            f"{1e3 * s['worst_s']:,.0f} | {1e3 * s['median_input_s']:.0f} / "
+            f"{1e3 * s['median_server_s']:.0f} / {1e3 * s['median_render_s']:.0f} | "
+            f"{s['median_bytes_in'] / 1024:,.1f} | {kinds} |"
+        )
+    return "\n".join(lines)
+
+
+def bench_predict(page, log, url, area, repeats: int) -> list[dict]:
+    """Swap, threshold, departure time and zone clicks on the Predict page."""
+    summaries = []
+    first = open_answer(page, log, url)
+    page.wait_for_timeout(1500)  # deck.gl's first frame, plotly's first draw
+
+    swap = page.get_by_role("button", name="Swap")
+    step_up = page.locator('[data-testid="stNumberInputStepUp"]').first
+    for name, action in (
+        ("swap origin and destination", swap.click),
+        ("threshold + 1 min", step_up.click),
+    ):
+        runs = []
+        for _ in range(repeats):
+            before = answer_text(page)
+            runs.append(timed_interaction(page, log, action, CHANGED_ANSWER_JS, before))
+            page.wait_for_timeout(300)
+        summaries.append(summarise(name, runs))
+        print(table(summaries[-1:]), flush=True)
+
+    times = []
+    hour = page.locator('[role="spinbutton"][aria-label^="hour"]').first
+    for i in range(repeats):
+        before = answer_text(page)
+        value = f"{7 + i % 10:02d}{(15 * i + 5) % 60:02d}"
+
+        hour.click()  # the hour and minute typed (nothing is sent yet) ...
+        page.keyboard.type(value)
+        # ... and timed from the Enter that applies them
+        enter = lambda: page.keyboard.press("Enter")  # noqa: E731
+        times.append(timed_interaction(page, log, enter, CHANGED_ANSWER_JS, before))
+        page.mouse.click(5, 5)  # close the time list
+        page.wait_for_timeout(300)
+    summaries.append(summarise("departure time typed, Enter", times))
+    print(table(summaries[-1:]), flush=True)
+
+    canvas = page.locator("canvas").first
+    box = canvas.bounding_box()
+    targets = zone_targets(area, box["width"], box["height"], 2 * repeats + 2)
+    origins, dests = [], []
+    for i in range(repeats):
+        (o_label, ox, oy), (d_label, dx, dy) = targets[2 * i], targets[2 * i + 1]
+        for label, x, y, runs, done, arg in (
+            (o_label, ox, oy, origins, LABEL_SHOWN_JS, o_label),
+            (d_label, dx, dy, dests, CHANGED_ANSWER_JS, ""),
+        ):
+            canvas.hover(position={"x": x, "y": y})
+            page.wait_for_timeout(400)  # deck.gl picks on hover; not part of the click
+            try:
+                runs.append(
+                    timed_interaction(
+                        page,
+                        log,
+                        lambda x=x, y=y: canvas.click(position={"x": x, "y": y}),
+                        done,
+                        arg,
+                        timeout_s=20,
+                    )
+                )
+            except Exception as exc:  # a click deck.gl did not pick: said, not timed
+                print(f"zone click on {label!r} not taken: {exc}", file=sys.stderr)
+            page.wait_for_timeout(300)
+    summaries.append(summarise("click a zone: origin (starts a new pair)", origins))
+    summaries.append(summarise("click a zone: destination -> new answer", dests))
+    print(table(summaries[-2:]), flush=True)
+    return [summarise("open the page with an OD in the URL (first session)", [first]), *summaries]
+
+
+def bench_shared_url(browser, url: str, repeats: int, context=None) -> dict:
+    """A shared link opened in a new tab: of a fresh browser profile (nothing cached), or
+    of ``context``, a browser that has had the app open (its scripts cached). Either way
+    a new Streamlit session on the server."""
+    runs = []
+    for _ in range(repeats):
+        fresh = context is None
+        tab_context = browser.new_context(viewport=VIEWPORT) if fresh else context
+        page = tab_context.new_page()
+        log = WebsocketLog(page)
+        runs.append(open_answer(page, log, url))
+        page.close()
+        if fresh:
+            tab_context.close()
+    if context is None:
+        return summarise("shared URL with an OD, new session, fresh browser profile", runs)
+    return summarise("shared URL with an OD, new session, new tab of the same browser", runs)
+
+
+def bench_upload(page, log, path: Path, repeats: int) -> dict:
+    """Upload a boundary file in the sidebar until it is drawn; removed after each.
+
+    Each repeat uploads a copy under its own name (a browser sends no change for the
+    file it already holds).
+    """
+    runs = []
+    uploader = page.locator('[data-testid="stFileUploaderDropzoneInput"]')
+    folder = Path(tempfile.mkdtemp(prefix="vrvm-bench-ui-upload-"))
+    for i in range(repeats):
+        copy = folder / f"{path.stem}_{i}{path.suffix}"
+        copy.write_bytes(path.read_bytes())
+        runs.append(
+            timed_interaction(
+                page,
+                log,
+                lambda copy=copy: uploader.set_input_files(str(copy)),
+                CAPTION_SHOWN_JS,
+                copy.name,
+                timeout_s=60,
+            )
+        )
+        page.wait_for_timeout(500)
+        page.get_by_role("button", name="Remove boundaries").click()
+        page.wait_for_function(f"() => !({CAPTION_SHOWN_JS})({json.dumps(copy.name)})")
+        page.wait_for_function(RUNNING)
+        page.wait_for_timeout(500)
+    return summarise("upload the Chicago community areas, drawn", runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, help="a VRVM_HOME with the default model")
+    parser.add_argument("--repeats", type=int, default=8)
+    parser.add_argument("--boundaries", type=Path, default=CHICAGO)
+    parser.add_argument("--json", type=Path, help="write every measurement here")
+    parser.add_argument("--label", default="", help="a name for this run in the JSON")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    home = ensure_home(args.home)
+    model, area = service_area(home)
+    load_before = load_average()
+    log_path = Path(tempfile.mkdtemp(prefix="vrvm-bench-ui-log-")) / "streamlit.log"
+    summaries = []
+    with streamlit_server(home, log_path, timeout_s=120) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            url = shared_url(base, model, area)
+            context = browser.new_context(viewport=VIEWPORT)
+            page = context.new_page()
+            log = WebsocketLog(page)
+            summaries += bench_predict(page, log, url, area, args.repeats)
+            if args.boundaries.is_file():
+                summaries.append(bench_upload(page, log, args.boundaries, min(args.repeats, 4)))
+            else:
+                print(f"{args.boundaries} is absent: no upload timed", file=sys.stderr)
+            summaries.append(bench_shared_url(browser, url, min(args.repeats, 5), context))
+            context.close()
+            summaries.append(bench_shared_url(browser, url, min(args.repeats, 5)))
+        finally:
+            browser.close()
+    server_log = log_path.read_text(errors="replace")
+    load_after = load_average()
+    print(
+        f"\n{platform.node()}, {os.cpu_count()} cores; load average (1 min) {load_before:.2f}"
+        f" before, {load_after:.2f} after; {len(area.grid)} zones\n"
+    )
+    print(table(summaries))
+    warnings = [line for line in server_log.splitlines() if "Warning" in line]
+    if warnings:
+        print(f"\nthe server printed {len(warnings)} warning line(s):", *warnings[:5], sep="\n")
+    if args.json:
+        record = {
+            "label": args.label,
+            "machine": f"{platform.node()}, {os.cpu_count()} cores",
+            "load_before": load_before,
+            "load_after": load_after,
+            "zones": len(area.grid),
+            "summaries": summaries,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(record, indent=1))
+
+
+if __name__ == "__main__":
+    main()
