@@ -486,9 +486,7 @@ class TravelTimeModel(BaseEstimator):
             for m, member in zip(wild, plain, strict=True):
                 members[m] = member
         # the trips each member's trip stood for, which its growing basis keeps counting
-        weights = [
-            1.0 if m in wild or not sample_weight else sample_weight for m in range(len(members))
-        ]
+        weights = [1.0 if m in wild else sample_weight or 1.0 for m in range(len(members))]
 
         self.members_ = members
         # the training trips behind each member's relevance vectors, for maps of them
