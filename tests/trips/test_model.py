@@ -134,9 +134,12 @@ def test_median_lies_inside_every_central_interval(model, queries):
 def test_fast_predictive_matches_the_members(model, queries):
     dist = model.predict_dist(queries)
     X, d = model.featurizer_.transform(queries)
+    # every member's location moved by the trip's zone-pair offset (0 without offsets)
+    assert model.pair_offsets_ is not None
+    offset = model.pair_offsets_.offset_of_trips(queries)
     for m, member in enumerate(model.members_):
         own = member.predict_dist(X, linear=d)
-        np.testing.assert_allclose(dist.loc[m], own.loc, rtol=1e-12)
+        np.testing.assert_allclose(dist.loc[m], own.loc + offset, rtol=1e-12)
         # the members' scale times the distance scale g(x) = exp(c . [1, u, u^2])
         g = scale_multiplier(model.noise_scale_coef_, d, model.noise_scale_range_)
         np.testing.assert_allclose(dist.scale[m], own.scale * g, rtol=1e-10)
@@ -240,7 +243,7 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == FORMAT_VERSION == 3
+    assert manifest["format_version"] == FORMAT_VERSION == 4
     meta = manifest["metadata"]
     assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
     np.testing.assert_array_equal(loaded.noise_scale_coef_, model.noise_scale_coef_)

@@ -24,6 +24,7 @@ from vrvm.engine.regressor import VRVMRegressor
 
 __all__ = [
     "Seeds",
+    "choose_widths",
     "dask_client",
     "degrees_of_freedom",
     "fit_members",
@@ -368,3 +369,24 @@ def relevance_table(members, arrays, tz: str) -> pd.DataFrame:
         frame["weight"], frame["width"], frame["n_widths"] = weight, width, n_widths
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def choose_widths(model, X, y, d, seed: int) -> tuple[np.ndarray, dict]:
+    """Explicit widths as given, or ``"auto"`` ones chosen once on a pooled subsample."""
+    if not isinstance(model.kernel_widths, str):
+        return np.atleast_1d(np.asarray(model.kernel_widths, dtype=np.float64)), {}
+    rng = np.random.default_rng(seed)
+    rows = np.arange(X.shape[0])
+    if rows.size > model.selection_size:
+        rows = np.sort(rng.choice(rows.size, size=model.selection_size, replace=False))
+    started = time.perf_counter()
+    selector = model._member_template(random_state=seed, n_jobs=model.n_jobs).fit(
+        X[rows], y[rows], linear=d[rows]
+    )
+    logger.info(
+        "chose kernel widths %s on %d trips in %.1f s",
+        np.round(selector.kernel_widths_, 4).tolist(),
+        rows.size,
+        time.perf_counter() - started,
+    )
+    return np.asarray(selector.kernel_widths_, dtype=np.float64), dict(selector.width_scores_)

@@ -36,6 +36,7 @@ from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips import _ensemble, model_format
 from vrvm.trips._online import OnlineState, record_history
 from vrvm.trips.features import TripFeaturizer
+from vrvm.trips.pair_offsets import fit_model_offsets
 from vrvm.trips.table import check_trips, summarise_trips, travel_times, trip_provenance
 from vrvm.trips.zones import stratified_shards, trip_strata
 
@@ -73,6 +74,7 @@ _PARAMETER_CONSTRAINTS = {
     "distance_feature": (one_of("auto", "km", "log1p"), '"auto", "km" or "log1p"'),
     "noise_model": (one_of("distance", "constant"), '"distance" or "constant"'),
     "distance_in_kernel": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
+    "pair_offsets": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
     "client": (
         lambda v: v is None or isinstance(v, str) or hasattr(v, "submit"),
         "None, a dask.distributed.Client or a scheduler address string",
@@ -210,6 +212,12 @@ class TravelTimeModel(BaseEstimator):
     online_every : int, default=100
         Each member re-solves its basis over its functions and reserve after every
         ``online_every`` trips it learns (:meth:`update`; benchmarks/bench_online.py).
+    pair_offsets : bool, default=True
+        Move every member's location of a trip by its pair of zones' offset: the shrunk
+        mean of the out-of-shard residuals of the training trips between the same two
+        H3 cells, at the zone resolution and the two finer ones
+        (:mod:`vrvm.trips.pair_offsets`; one-stage fits). Updates learn the trips less
+        their offsets.
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
@@ -327,6 +335,7 @@ class TravelTimeModel(BaseEstimator):
         shard_weight: float = 2.0,
         online_reserve: int = 300,
         online_every: int = 100,
+        pair_offsets: bool = True,
         random_state: int | np.random.Generator | None = None,
         name: str | None = None,
     ):
@@ -354,6 +363,7 @@ class TravelTimeModel(BaseEstimator):
         self.shard_weight = shard_weight
         self.online_reserve = online_reserve
         self.online_every = online_every
+        self.pair_offsets = pair_offsets
         self.random_state = random_state
         self.name = name
 
@@ -464,7 +474,7 @@ class TravelTimeModel(BaseEstimator):
         shard_of_row = stratified_shards(strata, self.n_members, random_state=seeds.shards)
         shard_rows = [np.flatnonzero(shard_of_row == m) for m in range(self.n_members)]
 
-        widths, width_scores = self._choose_widths(X, y, d, seeds.selection)
+        widths, width_scores = _ensemble.choose_widths(self, X, y, d, seeds.selection)
         logger.info(
             "fitting %d members on %d trips with kernel widths %s",
             self.n_members,
@@ -506,8 +516,13 @@ class TravelTimeModel(BaseEstimator):
         self._set_relevance_trips(data)
         self.featurizer_ = featurizer
         self._online = OnlineState(None)
+        self.pair_offsets_ = None
         if final:
-            self._fit_noise_scale(X, y, d, shard_of_row, seeds.noise_scale)
+            loo = np.zeros(y.size)
+            if self.pair_offsets:
+                self.pair_offsets_, loo = fit_model_offsets(self, data, resolution)
+            # the spread of what the offsets leave (each trip's offset without itself)
+            self._fit_noise_scale(X, y - loo, d, shard_of_row, seeds.noise_scale)
             if self.online_reserve > 0:
                 self._online = OnlineState(
                     [(X[r], y[r], d[r], w) for r, w in zip(shard_rows, weights, strict=True)]
@@ -571,26 +586,6 @@ class TravelTimeModel(BaseEstimator):
         """Stratification keys (origin zone, destination zone, local hour) and the resolution."""
         return trip_strata(trips, tz, zones, self.h3_resolution, self.target_zones)
 
-    def _choose_widths(self, X, y, d, seed: int) -> tuple[np.ndarray, dict]:
-        """Explicit widths as given, or ``"auto"`` ones chosen once on a pooled subsample."""
-        if not isinstance(self.kernel_widths, str):
-            return np.atleast_1d(np.asarray(self.kernel_widths, dtype=np.float64)), {}
-        rng = np.random.default_rng(seed)
-        rows = np.arange(X.shape[0])
-        if rows.size > self.selection_size:
-            rows = np.sort(rng.choice(rows.size, size=self.selection_size, replace=False))
-        started = time.perf_counter()
-        selector = self._member_template(random_state=seed, n_jobs=self.n_jobs).fit(
-            X[rows], y[rows], linear=d[rows]
-        )
-        logger.info(
-            "chose kernel widths %s on %d trips in %.1f s",
-            np.round(selector.kernel_widths_, 4).tolist(),
-            rows.size,
-            time.perf_counter() - started,
-        )
-        return np.asarray(selector.kernel_widths_, dtype=np.float64), dict(selector.width_scores_)
-
     # ------------------------------------------------------------------ prediction
     def predict_dist(self, queries: pd.DataFrame) -> MixtureDistribution:
         """Predictive distribution of the travel time (seconds) of each query.
@@ -616,6 +611,8 @@ class TravelTimeModel(BaseEstimator):
         X, d = self.featurizer_.transform(queries)
         predictives = self._predictives()
         loc, scale = _ensemble.member_loc_scale(predictives, X, d)
+        if getattr(self, "pair_offsets_", None) is not None:
+            loc += self.pair_offsets_.offset_of_trips(queries)[None, :]
         if self.noise_scale_coef_.any():
             scale *= scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)[None, :]
         df = _ensemble.degrees_of_freedom(predictives)
@@ -703,6 +700,8 @@ class TravelTimeModel(BaseEstimator):
         travel_time_s = travel_times(trips, positive=self.target == "log")
         X, d = self.featurizer_.transform(trips)
         y = np.log(travel_time_s) if self.target == "log" else travel_time_s
+        if getattr(self, "pair_offsets_", None) is not None:  # members learn what is left
+            y = y - self.pair_offsets_.offset_of_trips(trips)
         online = getattr(self, "_online", None)
         if online is None:  # a loaded model
             online = self._online = OnlineState(None)

@@ -12,7 +12,9 @@ a version-1 model loads with ``noise_model="constant"``. Version 3 added the mod
 ``name`` (among the parameters); a version-1 or -2 model loads with ``name=None``, and
 :func:`vrvm.services.models.model_name` names it after its training data. A model
 saved without ``shard_weight`` among its parameters was fitted on plain shards and loads
-with ``shard_weight=1``.
+with ``shard_weight=1``. Version 4 added the zone-pair offsets (``pair_offsets`` and
+the arrays ``pairs__{level}__{origin,dest,n,offset}``); a model saved without them loads
+with ``pair_offsets=False`` and predicts as it did.
 """
 
 from __future__ import annotations
@@ -27,13 +29,16 @@ import numpy as np
 from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips.features import TripFeaturizer
 from vrvm.trips.model_dir import ModelFormatError, load_model_dir, save_model_dir
+from vrvm.trips.pair_offsets import PairOffsets
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
 
 #: Format name and newest format version of saved models.
 FORMAT_NAME = "vrvm.TravelTimeModel"
-# 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None
-FORMAT_VERSION = 3
+# 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None;
+# 4: the zone-pair offsets, absent is none
+FORMAT_VERSION = 4
+_PAIRS = "pairs"  # prefix of the pair offsets' arrays
 
 
 def _round_for_json(value: float) -> float | None:
@@ -63,6 +68,10 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
         member_meta.append(meta)
         member_arrays["relevance_trips"] = model.relevance_trip_arrays_[m]
         arrays.update({f"m{m:03d}__{key}": value for key, value in member_arrays.items()})
+    pair_meta = None
+    if getattr(model, "pair_offsets_", None) is not None:
+        pair_meta, pair_arrays = model.pair_offsets_.to_state()
+        arrays.update({f"{_PAIRS}__{key}": value for key, value in pair_arrays.items()})
     metadata = {
         "params": _json_params(model),
         "n_members": len(model.members_),
@@ -84,6 +93,7 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
             "d_range": [float(v) for v in model.noise_scale_range_],
             "score": dict(model.noise_scale_score_),
         },
+        "pair_offsets": pair_meta,
         "n_updates": int(model.n_updates_),
         "update_history": list(model.update_history_),
         "members": member_meta,
@@ -111,8 +121,12 @@ def load_model(cls, path: str | os.PathLike[str]):
         if len(meta["members"]) != n_members:
             raise ValueError(f"{len(meta['members'])} member records for {n_members} members")
         per_member: list[dict[str, np.ndarray]] = [{} for _ in range(n_members)]
+        pair_arrays: dict[str, np.ndarray] = {}
         for key, value in arrays.items():
             prefix, sep, name = key.partition("__")
+            if prefix == _PAIRS and sep:
+                pair_arrays[name] = value
+                continue
             index = int(prefix[1:]) if prefix[1:].isdigit() else -1
             if not (sep and prefix[:1] == "m" and 0 <= index < n_members):
                 raise ValueError(f"unexpected array {key!r}")
@@ -140,6 +154,14 @@ def load_model(cls, path: str | os.PathLike[str]):
         model.metrics_ = meta["metrics"]
         model.n_updates_ = int(meta.get("n_updates", 0))
         model.update_history_ = list(meta.get("update_history", []))
+        pair_meta = meta.get("pair_offsets")
+        if pair_meta is None:  # before format 4 (or fitted without): no offsets
+            model.pair_offsets = model.pair_offsets and "pair_offsets" in meta
+            if pair_arrays:
+                raise ValueError("pair-offset arrays without their metadata")
+        model.pair_offsets_ = (
+            None if pair_meta is None else PairOffsets.from_state(pair_meta, pair_arrays)
+        )
         # parameters added in format 2 take their format-1 behaviour when absent
         model.distance_in_kernel = bool(model.featurizer_.distance_in_kernel)
         scale = meta.get("noise_scale")

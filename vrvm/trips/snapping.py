@@ -12,7 +12,8 @@ little, which ``benchmarks/bench_snapping.py`` measures (BENCHMARKS.md): on the 
 sample a hexagon of about 0.1 km^2 (resolution 9) costs 0.1 % of held-out CRPS, 0.7 km^2
 (resolution 8) 0.6 % and 5 km^2 (resolution 7) 6.6 %. :func:`choose_snap_resolution`
 therefore picks, per model, the coarsest resolution whose cost on its own trips stays
-within a bound (2 % by default).
+within a bound (2 % by default). The model's zone-pair offsets
+(:mod:`vrvm.trips.pair_offsets`) keep only their levels no finer than the snapped zones.
 """
 
 from __future__ import annotations
@@ -186,6 +187,9 @@ def snap_model(
         arrays.append(moved)
     snapped.members_ = members
     snapped.relevance_trip_arrays_ = arrays
+    # zone-pair offsets only of pairs of cells no finer than the snapped zones
+    offsets = getattr(model, "pair_offsets_", None)
+    snapped.pair_offsets_ = None if offsets is None else offsets.coarsened(res)
     summary = dict(model.training_summary_)
     if isinstance(summary.get("source"), str):
         summary["source"] = Path(summary["source"].replace("\\", "/")).name

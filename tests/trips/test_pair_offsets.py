@@ -1,0 +1,181 @@
+"""Zone-pair offsets (vrvm.trips.pair_offsets): the shrunk means, their leave-one-out
+versions, nested levels, storage, and the model that uses them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from vrvm import TravelTimeModel, synthetic_city
+from vrvm.trips.pair_offsets import SHRINKAGE_GRID, PairOffsets, loo_shrinkage
+from vrvm.trips.zones import latlng_to_cell_ints
+
+FAST = {"n_members": 4, "kernel_widths": [1.5, 3.0], "max_basis": 120, "random_state": 0}
+
+
+def _ends(rng, n):
+    """Trip ends at 9 points far apart (distinct H3 cells of resolution 7), so that each
+    of the 81 pairs repeats."""
+    lat = rng.choice(np.linspace(41.80, 41.95, 3), size=(n, 2)) + rng.normal(0, 1e-4, (n, 2))
+    lon = rng.choice(np.linspace(-87.75, -87.60, 3), size=(n, 2)) + rng.normal(0, 1e-4, (n, 2))
+    return lat[:, 0], lon[:, 0], lat[:, 1], lon[:, 1]
+
+
+def test_the_shrinkage_is_the_best_leave_one_out_predictor_of_the_grid():
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 60, 900)
+    residual = rng.normal(0, 0.3, 60)[codes] + rng.standard_t(3, codes.size) * 0.4
+    errors = {}
+    for k in SHRINKAGE_GRID:  # the leave-one-out offsets, trip by trip
+        loo = [
+            residual[(codes == codes[i]) & (np.arange(codes.size) != i)].sum()
+            / ((codes == codes[i]).sum() - 1 + k)
+            for i in range(codes.size)
+        ]
+        errors[k] = np.abs(residual - np.array(loo)).mean()
+    best = min(errors, key=errors.get)
+    assert errors[best] < np.abs(residual).mean()
+    assert loo_shrinkage(codes, residual) == best
+
+
+def test_one_level_offsets_are_shrunk_means_and_loo_leaves_each_trip_out():
+    rng = np.random.default_rng(0)
+    ends = _ends(rng, 2000)
+    cells = [latlng_to_cell_ints(ends[0], ends[1], 7), latlng_to_cell_ints(ends[2], ends[3], 7)]
+    effect = {
+        pair: rng.normal(0, 0.4) for pair in set(zip(*[c.tolist() for c in cells], strict=True))
+    }
+    pairs = list(zip(*[c.tolist() for c in cells], strict=True))
+    residual = np.array([effect[p] for p in pairs]) + rng.normal(0, 0.3, len(pairs))
+
+    offsets = PairOffsets([7])
+    loo = offsets.fit(*ends, residual)
+    (level,) = offsets.levels
+    k = level["k"]
+    assert np.isfinite(k) and level["n"].sum() == len(pairs)
+    for i in range(0, len(pairs), 97):
+        same = np.array([p == pairs[i] for p in pairs])
+        assert offsets.offset(*[np.atleast_1d(e[i]) for e in ends])[0] == pytest.approx(
+            residual[same].sum() / (same.sum() + k)
+        )
+        others = same & (np.arange(len(pairs)) != i)
+        assert loo[i] == pytest.approx(residual[others].sum() / (others.sum() + k))
+    # the offsets recover the planted effects (a pair holds ~25 trips)
+    fitted = offsets.offset(*ends)
+    truth = np.array([effect[p] for p in pairs])
+    assert np.corrcoef(fitted, truth)[0, 1] > 0.95
+
+
+def test_unseen_pairs_get_no_offset_and_levels_go_coarse_to_fine():
+    rng = np.random.default_rng(1)
+    ends = _ends(rng, 1500)
+    offsets = PairOffsets([7, 8])
+    offsets.fit(*ends, rng.normal(0, 0.3, 1500) + 0.5 * (ends[0] > 41.87))
+    far = offsets.offset([10.0], [10.0], [10.5], [10.5])
+    assert far.tolist() == [0.0]
+    with pytest.raises(ValueError, match="coarse to fine"):
+        PairOffsets([9, 7])
+
+
+def test_the_state_round_trips_and_bad_arrays_are_refused():
+    rng = np.random.default_rng(2)
+    ends = _ends(rng, 1500)
+    offsets = PairOffsets([7, 8, 9])
+    offsets.fit(*ends, rng.normal(0, 0.3, 1500) + 0.5 * (ends[2] > 41.87))
+    meta, arrays = offsets.to_state()
+    again = PairOffsets.from_state(json.loads(json.dumps(meta)), arrays)
+    np.testing.assert_array_equal(again.offset(*ends), offsets.offset(*ends))
+    broken = {**arrays, "0__offset": arrays["0__offset"][:-1]}
+    with pytest.raises(ValueError, match="different lengths"):
+        PairOffsets.from_state(meta, broken)
+
+
+@pytest.fixture(scope="module")
+def slow_pair():
+    """Synthetica's trips with one busy zone pair made 60 % slower than the city says."""
+    trips = synthetic_city(6000, seed=4)
+    o = latlng_to_cell_ints(trips["origin_lat"], trips["origin_lon"], 7)
+    d = latlng_to_cell_ints(trips["dest_lat"], trips["dest_lon"], 7)
+    keys = o.astype(object) * (1 << 64) + d.astype(object)
+    values, counts = np.unique(keys, return_counts=True)
+    busy = keys == values[np.argmax(counts)]
+    trips.loc[busy, "travel_time_s"] *= 1.6
+    rng = np.random.default_rng(0)
+    test = rng.random(len(trips)) < 0.25
+    return trips[~test], trips[test], busy[test]
+
+
+def test_the_model_learns_a_pair_its_kernels_miss(slow_pair):
+    train, test, busy = slow_pair
+    assert busy.sum() >= 10
+    plain = TravelTimeModel(**FAST, pair_offsets=False).fit(train)
+    with_offsets = TravelTimeModel(**FAST).fit(train)
+    assert plain.pair_offsets_ is None and with_offsets.pair_offsets_ is not None
+    y = test["travel_time_s"].to_numpy()
+    models = (plain, with_offsets)
+    on_pair = [model.predict_dist(test[busy]).crps(y[busy]).mean() for model in models]
+    assert on_pair[1] < 0.9 * on_pair[0]
+    overall = [model.predict_dist(test).crps(y).mean() for model in models]
+    assert overall[1] < overall[0]
+
+
+def test_offsets_are_saved_and_updates_learn_what_they_leave(slow_pair, tmp_path):
+    train, test, _ = slow_pair
+    model = TravelTimeModel(**FAST).fit(train)
+    loaded = TravelTimeModel.load(model.save(tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.predict(test), model.predict(test))
+    assert [lv["k"] for lv in loaded.pair_offsets_.levels] == [
+        lv["k"] for lv in model.pair_offsets_.levels
+    ]
+
+    # a model saved before offsets existed loads without them and predicts as saved
+    plain = TravelTimeModel(**FAST, pair_offsets=False).fit(train)
+    path = plain.save(tmp_path / "old")
+    manifest = json.loads((path / "model.json").read_text())
+    del manifest["metadata"]["pair_offsets"], manifest["metadata"]["params"]["pair_offsets"]
+    manifest["format_version"] = 3
+    (path / "model.json").write_text(json.dumps(manifest))
+    old = TravelTimeModel.load(path)
+    assert old.pair_offsets is False and old.pair_offsets_ is None
+    np.testing.assert_array_equal(old.predict(test), plain.predict(test))
+
+    # an update feeds the members each trip less its offset
+    seen = []
+    member = loaded.members_[0]
+    real = type(member)._update
+
+    def recording(self, X, y, linear, forgetting):
+        seen.append(np.array(y))
+        return real(self, X, y, linear, forgetting)
+
+    type(member)._update = recording
+    try:
+        batch = test.head(8)
+        loaded.update(batch, assign="all")
+    finally:
+        type(member)._update = real
+    expected = np.log(batch["travel_time_s"].to_numpy()) - loaded.pair_offsets_.offset_of_trips(
+        batch
+    )
+    np.testing.assert_allclose(seen[0], expected)
+
+
+def test_two_stage_fits_make_no_offsets():
+    model = TravelTimeModel(**FAST, subsample_size=500).fit(synthetic_city(3000, seed=2))
+    assert "two_stage" in model.training_summary_
+    assert model.pair_offsets_ is None
+
+
+def test_a_snapped_export_keeps_no_offsets_finer_than_its_zones(slow_pair):
+    from vrvm.trips.snapping import snap_model
+
+    train = slow_pair[0]
+    model = TravelTimeModel(**FAST).fit(train)
+    resolutions = [level["resolution"] for level in model.pair_offsets_.levels]
+    assert len(resolutions) >= 2  # the zones' level and a finer one
+    snapped = snap_model(model, resolution=resolutions[0])
+    assert [lv["resolution"] for lv in snapped.pair_offsets_.levels] == resolutions[:1]
+    assert [lv["resolution"] for lv in model.pair_offsets_.levels] == resolutions  # untouched
+    assert snap_model(model, resolution=resolutions[0] - 1).pair_offsets_ is None
