@@ -179,3 +179,38 @@ def test_a_snapped_export_keeps_no_offsets_finer_than_its_zones(slow_pair):
     assert [lv["resolution"] for lv in snapped.pair_offsets_.levels] == resolutions[:1]
     assert [lv["resolution"] for lv in model.pair_offsets_.levels] == resolutions  # untouched
     assert snap_model(model, resolution=resolutions[0] - 1).pair_offsets_ is None
+
+
+def test_learning_trips_adds_them_to_their_pairs_sums():
+    """One level: fitting on the first trips and learning the rest gives the offsets of
+    the sums over all of them (with the first fit's k), new pairs included."""
+    rng = np.random.default_rng(5)
+    ends = _ends(rng, 1200)
+    residual = rng.normal(0, 0.3, 1200) + 0.4 * (ends[0] > 41.87) - 0.3 * (ends[3] < -87.7)
+    first = np.arange(1200) < 700
+    part = PairOffsets([7])
+    part.fit(*[e[first] for e in ends], residual[first])
+    k = part.levels[0]["k"]
+    # the later trips also come from a pair the first ones never joined
+    far = (10.0, 10.0, 10.5, 10.5)
+    later_ends = [np.append(e[~first], v) for e, v in zip(ends, far, strict=True)]
+    later = np.append(residual[~first], 0.8)
+    for chunk in np.array_split(np.arange(later.size), 7):  # batches, a pair repeating
+        part.learn(*[e[chunk] for e in later_ends], later[chunk])
+
+    all_ends = [np.append(a[first], b) for a, b in zip(ends, later_ends, strict=True)]
+    all_residual = np.append(residual[first], later)
+    cells = [
+        latlng_to_cell_ints(all_ends[0], all_ends[1], 7),
+        latlng_to_cell_ints(all_ends[2], all_ends[3], 7),
+    ]
+    pairs = list(zip(*[c.tolist() for c in cells], strict=True))
+    for i in range(0, len(pairs), 53):
+        same = np.array([p == pairs[i] for p in pairs])
+        expected = all_residual[same].sum() / (same.sum() + k)
+        got = part.offset(*[np.atleast_1d(e[i]) for e in all_ends])[0]
+        assert got == pytest.approx(expected)
+    assert part.offset([10.0], [10.0], [10.5], [10.5])[0] == pytest.approx(0.8 / (1 + k))
+    meta, arrays = part.to_state()  # the grown tables are saved whole
+    again = PairOffsets.from_state(meta, arrays)
+    np.testing.assert_array_equal(again.offset(*all_ends), part.offset(*all_ends))

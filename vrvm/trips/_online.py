@@ -74,16 +74,24 @@ class OnlineState:
             ]
         self._fit_rows = None  # the statistics hold what is needed of them
 
-    def record(self, model, X: np.ndarray, y: np.ndarray, d: np.ndarray) -> None:
-        """Keep the members' predictions of new trips, made before they learn them."""
+    def record(self, model, loc, scale, y: np.ndarray, d: np.ndarray) -> None:
+        """Keep the members' predictions of new trips (``loc``, ``scale``: see
+        :func:`predictions`), made before they learn them."""
         if model.noise_model == "constant":
             return
-        loc, scale = member_loc_scale(model._predictives(), X, d)
         self._loc.append(loc)
         self._scale.append(scale)
         self._y.append(np.asarray(y, dtype=np.float64))
         self._d.append(np.asarray(d, dtype=np.float64))
         self.since_scale += y.size
+
+    @staticmethod
+    def predictions(model, X: np.ndarray, d: np.ndarray):
+        """The members' locations and scales of new trips, (M, n) each, or ``(None,
+        None)`` when neither the distance scale nor the pair offsets need them."""
+        if model.noise_model == "constant" and getattr(model, "pair_offsets_", None) is None:
+            return None, None
+        return member_loc_scale(model._predictives(), X, d)
 
     def learn(self, model, m: int, X, y, d, forgetting: float) -> None:
         """Member ``m`` learns rows; its basis is re-solved every ``online_every`` of them."""

@@ -36,7 +36,7 @@ from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips import _ensemble, model_format
 from vrvm.trips._online import OnlineState, record_history
 from vrvm.trips.features import TripFeaturizer
-from vrvm.trips.pair_offsets import fit_model_offsets
+from vrvm.trips.pair_offsets import ENDS, fit_model_offsets
 from vrvm.trips.table import check_trips, summarise_trips, travel_times, trip_provenance
 from vrvm.trips.zones import stratified_shards, trip_strata
 
@@ -700,12 +700,14 @@ class TravelTimeModel(BaseEstimator):
         travel_time_s = travel_times(trips, positive=self.target == "log")
         X, d = self.featurizer_.transform(trips)
         y = np.log(travel_time_s) if self.target == "log" else travel_time_s
-        if getattr(self, "pair_offsets_", None) is not None:  # members learn what is left
-            y = y - self.pair_offsets_.offset_of_trips(trips)
         online = getattr(self, "_online", None)
         if online is None:  # a loaded model
             online = self._online = OnlineState(None)
-        online.record(self, X, y, d)
+        loc, scale = online.predictions(self, X, d)  # before the members learn the trips
+        if (offsets := getattr(self, "pair_offsets_", None)) is not None:  # pairs, then members
+            offsets.learn(*(trips[c] for c in ENDS), y - loc.mean(axis=0))
+            y = y - offsets.offset_of_trips(trips)
+        online.record(self, loc, scale, y, d)
         n_members = len(self.members_)
         seen = self.n_updates_
         for m in range(n_members):

@@ -32,11 +32,13 @@ import pandas as pd
 from vrvm.trips._ensemble import member_loc_scale
 from vrvm.trips.zones import choose_h3_resolution, latlng_to_cell_ints
 
-__all__ = ["PairOffsets", "fit_model_offsets", "loo_shrinkage"]
+__all__ = ["ENDS", "PairOffsets", "fit_model_offsets", "loo_shrinkage"]
 
 #: Levels of cell pairs: the model's zone resolution and the two finer ones.
 FINER_LEVELS = 2
 _ARRAYS = ("origin", "dest", "n", "offset")
+#: The columns of a trip's two ends, in the order the methods take them.
+ENDS = ("origin_lat", "origin_lon", "dest_lat", "dest_lon")
 
 
 #: Shrinkage constants tried for each level (prior pseudo-trips of offset 0).
@@ -156,31 +158,74 @@ class PairOffsets:
             )
         return loo
 
-    def _lookup(self, i: int) -> dict[tuple[int, int], float]:
-        """Level ``i`` as a dict (built once): a query costs a hash lookup per level."""
+    def _lookup(self, i: int) -> dict[tuple[int, int], int]:
+        """Level ``i``'s pairs as a dict to their positions (built once): a query costs a
+        hash lookup per level."""
         lookups = self.__dict__.setdefault("_lookups", {})
         if i not in lookups:
             level = self.levels[i]
             keys = zip(level["origin"].tolist(), level["dest"].tolist(), strict=True)
-            lookups[i] = dict(zip(keys, level["offset"].tolist(), strict=True))
+            lookups[i] = {key: at for at, key in enumerate(keys)}
         return lookups[i]
+
+    def _positions(self, i: int, ends) -> tuple[np.ndarray, list]:
+        """Each trip's position among level ``i``'s pairs (-1: unseen), and its pair."""
+        origin, dest = self._cells(ends, self.levels[i]["resolution"])
+        pairs = list(zip(origin.tolist(), dest.tolist(), strict=True))
+        table = self._lookup(i)
+        return np.fromiter((table.get(p, -1) for p in pairs), np.intp, count=len(pairs)), pairs
 
     def offset(self, o_lat, o_lon, d_lat, d_lon) -> np.ndarray:
         """The offset of each query (log scale): the sum over levels, 0 for unseen pairs."""
         ends = (o_lat, o_lon, d_lat, d_lon)
         total = np.zeros(np.size(o_lat))
         for i, level in enumerate(self.levels):
-            origin, dest = self._cells(ends, level["resolution"])
-            pairs = zip(origin.tolist(), dest.tolist(), strict=True)
-            table = self._lookup(i)
-            total += np.fromiter((table.get(p, 0.0) for p in pairs), float, count=total.size)
+            at, _ = self._positions(i, ends)
+            seen = at >= 0
+            total[seen] += level["offset"][at[seen]]
         return total
+
+    def learn(self, o_lat, o_lon, d_lat, d_lon, residual) -> None:
+        """Add new trips' residuals (of the members' predictions made before they learn
+        them) to their pairs' sums: ``S_g += r``, ``n_g += 1``, the offset ``S_g / (n_g +
+        k)`` with each level's ``k`` as fitted; a pair seen for the first time joins.
+        Each level learns what the coarser ones did not explain."""
+        ends = (o_lat, o_lon, d_lat, d_lon)
+        left = np.asarray(residual, dtype=np.float64).copy()
+        for i, level in enumerate(self.levels):
+            at, pairs = self._positions(i, ends)
+            explained = np.where(at >= 0, level["offset"][np.maximum(at, 0)], 0.0)
+            table, k = self._lookup(i), level["k"]
+            n, offset = level["n"], level["offset"]
+            fresh: list[list] = []  # pairs seen for the first time: [pair, sum, count]
+            for j, pair in enumerate(pairs):  # a batch is small; a pair may repeat in it
+                g = table.get(pair)
+                if g is None:
+                    table[pair] = n.size + len(fresh)
+                    fresh.append([pair, left[j], 1])
+                elif g >= n.size:  # joined earlier in this batch
+                    fresh[g - n.size][1] += left[j]
+                    fresh[g - n.size][2] += 1
+                else:
+                    total = offset[g] * (n[g] + k) + left[j]
+                    n[g] += 1
+                    offset[g] = total / (n[g] + k)
+            if fresh:
+                sums = np.array([total for _, total, _ in fresh])
+                counts = np.array([count for _, _, count in fresh], dtype=np.int64)
+                level["origin"] = np.concatenate(
+                    [level["origin"], np.array([p[0] for p, _, _ in fresh], dtype=np.uint64)]
+                )
+                level["dest"] = np.concatenate(
+                    [level["dest"], np.array([p[1] for p, _, _ in fresh], dtype=np.uint64)]
+                )
+                level["n"] = np.concatenate([n, counts])
+                level["offset"] = np.concatenate([offset, sums / (counts + k)])
+            left = left - explained
 
     def offset_of_trips(self, trips: pd.DataFrame) -> np.ndarray:
         """:meth:`offset` of canonical trips (columns ``origin_lat`` ... ``dest_lon``)."""
-        return self.offset(
-            trips["origin_lat"], trips["origin_lon"], trips["dest_lat"], trips["dest_lon"]
-        )
+        return self.offset(*(trips[column] for column in ENDS))
 
     def coarsened(self, resolution: int) -> PairOffsets | None:
         """A copy with the levels no finer than ``resolution`` (None when none is): what a
@@ -189,7 +234,10 @@ class PairOffsets:
         if not kept:
             return None
         copy = PairOffsets([level["resolution"] for level in kept])
-        copy.levels = [dict(level) for level in kept]
+        copy.levels = [
+            {key: np.copy(value) if key in _ARRAYS else value for key, value in level.items()}
+            for level in kept
+        ]
         return copy
 
     # ------------------------------------------------------------------ storage
