@@ -17,21 +17,8 @@ def trips():
     return synthetic_city(1500, seed=5)
 
 
-@pytest.fixture
-def weights(monkeypatch):
-    """The sample weight of every member fit, in the order they are fitted."""
-    seen = []
-    real = ensemble._fit_member
-
-    def recording(index, X, y, d, params, weight=None):
-        seen.append(weight)
-        return real(index, X, y, d, params, weight)
-
-    monkeypatch.setattr(ensemble, "_fit_member", recording)
-    return seen
-
-
-def test_each_member_counts_its_trips_shard_weight_times(trips, weights):
+def test_each_member_counts_its_trips_shard_weight_times(trips, member_weights):
+    weights = member_weights
     weighted = TravelTimeModel(**SMALL).fit(trips)
     assert weighted.shard_weight == 2.0
     assert weights == [2.0] * 3
@@ -42,7 +29,8 @@ def test_each_member_counts_its_trips_shard_weight_times(trips, weights):
     assert weighted.n_relevance_.sum() > plain.n_relevance_.sum()
 
 
-def test_wild_members_are_fitted_again_on_their_plain_shard(trips, weights, monkeypatch):
+def test_wild_members_are_fitted_again_on_their_plain_shard(trips, member_weights, monkeypatch):
+    weights = member_weights
     calls = []
 
     def one_wild(members, X, y, d):

@@ -234,17 +234,8 @@ def test_the_first_stage_has_the_evidence_of_all_trips(two_stage, folder, monkey
     assert model.evaluate(test)["crps_s"] < sample.evaluate(test)["crps_s"]
 
 
-def test_the_first_stage_weight_is_the_inverse_sampling_rate(folder, monkeypatch):
-    import vrvm.trips._ensemble as ensemble
-
-    weights = []
-    real = ensemble._fit_member
-
-    def recording(index, X, y, d, params, weight=None):
-        weights.append(weight)
-        return real(index, X, y, d, params, weight)
-
-    monkeypatch.setattr(ensemble, "_fit_member", recording)
+def test_the_first_stage_weight_is_the_inverse_sampling_rate(folder, member_weights):
+    weights = member_weights
     model = TravelTimeModel(**FAST)
     fit_dataset(model, TripDataset(folder, part_rows=3000))
     # 4 members x 1,000 of 12,000 trips: each sampled trip stands for 3 trips
