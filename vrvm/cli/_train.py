@@ -84,6 +84,14 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             else ""
         ),
     ]
+    if (offsets := getattr(model, "pair_offsets_", None)) is not None:
+        lines.append(
+            "zone-pair offsets: "
+            + ", ".join(
+                f"{level['offset'].size:,} pairs at resolution {level['resolution']}"
+                for level in offsets.levels
+            )
+        )
     two_stage = model.training_summary_.get("two_stage")
     if two_stage:
         lines.append(
