@@ -1,7 +1,7 @@
 """The reach map as a PNG for a slide, drawn on the server with matplotlib (no Streamlit).
 
 The browser's map is deck.gl on a canvas, which has no export of its own; this draws
-the same zones in the same colours (hexagons from their H3 ids, a planner's polygons
+the same zones in the same colours (the grid's hexagon rings, a planner's polygons
 from their shapes), the origin, the legend, a title and a footnote, in a local
 equirectangular projection (fine at a city's scale). Used by the Reach map's
 "Download PNG" button, which calls it only when clicked.
@@ -14,7 +14,6 @@ import math
 import re
 from collections.abc import Sequence
 
-import h3
 import numpy as np
 
 from vrvm.services.area import ServiceArea
@@ -28,8 +27,8 @@ ORIGIN_COLOUR = "#0072b2"
 
 def _rings(area: ServiceArea, row: int) -> list[list[tuple[float, float]]]:
     """The outer rings, as (lon, lat) pairs, of the zone in grid row ``row``."""
-    if area.shapes is None:  # hexagons: their boundary from the H3 id
-        return [[(lng, lat) for lat, lng in h3.cell_to_boundary(str(area.grid["zone"].iloc[row]))]]
+    if area.shapes is None:  # hexagons: the grid's own boundary ring
+        return [[tuple(p) for p in area.grid["boundary"].iloc[row]]]
     geometry = area.shapes[row]
     if geometry["type"] == "Polygon":
         return [[tuple(p) for p in geometry["coordinates"][0]]]
@@ -62,13 +61,15 @@ def reach_map_png(
 
     Examples
     --------
+    >>> import h3
     >>> from vrvm.services.area import ServiceArea
     >>> import pandas as pd
     >>> cells = ["8a2a1072b59ffff", "8a2a1072b597fff"]
     >>> lat_lng = [h3.cell_to_latlng(c) for c in cells]
+    >>> rings = [[(lng, lat) for lat, lng in h3.cell_to_boundary(c)] for c in cells]
     >>> grid = pd.DataFrame({"zone": cells, "lat": [p[0] for p in lat_lng],
     ...                      "lon": [p[1] for p in lat_lng], "label": ["a", "b"],
-    ...                      "n_points": [3, 4]})
+    ...                      "n_points": [3, 4], "boundary": rings})
     >>> area = ServiceArea(grid=grid, resolution=10, bbox=(0, 0, 0, 0), view=None)
     >>> origin = Place(lat_lng[0][0], lat_lng[0][1], cells[0], "a")
     >>> png = reach_map_png(area, np.array([[0, 114, 178, 255], [230, 159, 0, 255]]),

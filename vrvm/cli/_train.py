@@ -84,7 +84,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             else ""
         ),
     ]
-    if (offsets := getattr(model, "pair_offsets_", None)) is not None:
+    if (offsets := model.pair_offsets_) is not None:
         lines.append(
             "zone-pair offsets: "
             + ", ".join(

@@ -100,7 +100,8 @@ class Seeds:
 
 def _fit_member(index: int, X, y, d, params: dict, weight=None) -> tuple[int, VRVMRegressor]:
     """Fit one member on its shard (module level, so joblib and Dask workers can import it);
-    ``weight``: the rows' ``sample_weight`` (a two-stage fit's first stage)."""
+    ``weight``: the rows' ``sample_weight`` (``shard_weight``, or a two-stage fit's first
+    stage's N / n)."""
     return index, VRVMRegressor(**params).fit(X, y, linear=d, sample_weight=weight)
 
 

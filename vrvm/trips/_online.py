@@ -89,7 +89,7 @@ class OnlineState:
     def predictions(model, X: np.ndarray, d: np.ndarray):
         """The members' locations and scales of new trips, (M, n) each, or ``(None,
         None)`` when neither the distance scale nor the pair offsets need them."""
-        if model.noise_model == "constant" and getattr(model, "pair_offsets_", None) is None:
+        if model.noise_model == "constant" and model.pair_offsets_ is None:
             return None, None
         return member_loc_scale(model._predictives(), X, d)
 

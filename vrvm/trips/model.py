@@ -216,8 +216,8 @@ class TravelTimeModel(BaseEstimator):
         Move every member's location of a trip by its pair of zones' offset: the shrunk
         mean of the out-of-shard residuals of the training trips between the same two
         H3 cells, at the zone resolution and the two finer ones
-        (:mod:`vrvm.trips.pair_offsets`; one-stage fits). Updates learn the trips less
-        their offsets.
+        (:mod:`vrvm.trips.pair_offsets`; one-stage fits). Updates add each trip's
+        residual to its pairs, and the members learn the trips less their offsets.
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
@@ -611,7 +611,7 @@ class TravelTimeModel(BaseEstimator):
         X, d = self.featurizer_.transform(queries)
         predictives = self._predictives()
         loc, scale = _ensemble.member_loc_scale(predictives, X, d)
-        if getattr(self, "pair_offsets_", None) is not None:
+        if self.pair_offsets_ is not None:
             loc += self.pair_offsets_.offset_of_trips(queries)[None, :]
         if self.noise_scale_coef_.any():
             scale *= scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)[None, :]
@@ -671,8 +671,8 @@ class TravelTimeModel(BaseEstimator):
         functions the stream supports come in and others go out
         (:class:`vrvm.engine.growing.GrowingBasis`). The distance scale is refitted on
         the members' predictions of the streamed trips made before they learn them
-        (:mod:`vrvm.trips._online`). Updates the model in place and returns it; copy it
-        first (``copy.deepcopy``) to keep the old one.
+        (:mod:`vrvm.trips._online`); the zone-pair offsets learn their residuals. In
+        place: copy the model first (``copy.deepcopy``) to keep the old one.
 
         Parameters
         ----------
@@ -704,7 +704,7 @@ class TravelTimeModel(BaseEstimator):
         if online is None:  # a loaded model
             online = self._online = OnlineState(None)
         loc, scale = online.predictions(self, X, d)  # before the members learn the trips
-        if (offsets := getattr(self, "pair_offsets_", None)) is not None:  # pairs, then members
+        if (offsets := self.pair_offsets_) is not None:  # pairs, then members
             offsets.learn(*(trips[c] for c in ENDS), y - loc.mean(axis=0))
             y = y - offsets.offset_of_trips(trips)
         online.record(self, loc, scale, y, d)

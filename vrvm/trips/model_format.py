@@ -69,7 +69,7 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
         member_arrays["relevance_trips"] = model.relevance_trip_arrays_[m]
         arrays.update({f"m{m:03d}__{key}": value for key, value in member_arrays.items()})
     pair_meta = None
-    if getattr(model, "pair_offsets_", None) is not None:
+    if model.pair_offsets_ is not None:
         pair_meta, pair_arrays = model.pair_offsets_.to_state()
         arrays.update({f"{_PAIRS}__{key}": value for key, value in pair_arrays.items()})
     metadata = {

@@ -188,7 +188,7 @@ def snap_model(
     snapped.members_ = members
     snapped.relevance_trip_arrays_ = arrays
     # zone-pair offsets only of pairs of cells no finer than the snapped zones
-    offsets = getattr(model, "pair_offsets_", None)
+    offsets = model.pair_offsets_
     snapped.pair_offsets_ = None if offsets is None else offsets.coarsened(res)
     summary = dict(model.training_summary_)
     if isinstance(summary.get("source"), str):
