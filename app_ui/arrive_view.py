@@ -173,7 +173,7 @@ def _show_window(key: str, ctx: ModelContext, state: ODState, start, end, thresh
         forecast_view.show_quantiles(key, window.quantiles)
         st.caption(
             f"A departure drawn uniformly from the window: the equal-weight mixture of the "
-            f"{result.dist.n_components} member distributions of {window.n_departures} "
+            f"{result.dist.n_members} member distributions of {window.n_departures} "
             "departures (the middle of each minute of the window)."
         )
     indices_view.show(window.indices)

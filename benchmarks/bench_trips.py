@@ -17,12 +17,14 @@ and the climatology on log seconds (so their predictives are log-normal on secon
 
 ``vrvm``
     ``TravelTimeModel(n_jobs=2, random_state=0)`` with its defaults.
+``vrvm_no_twin_scales``
+    The same with ``twin_scales=False``: one component per member.
 ``vrvm_no_pair_offsets``
-    The same with ``pair_offsets=False``: no zone-pair offsets (the default before they
-    came, late in issue 16).
+    The same with ``pair_offsets=False`` and ``twin_scales=False``: no zone-pair offsets
+    (the default before they came, late in issue 16).
 ``vrvm_shard_weight1``
-    The same with ``shard_weight=1`` and no pair offsets: each member fitted on its
-    shard's plain likelihood (the default before issue 16).
+    The same with ``shard_weight=1``, no pair offsets and no twin scales: each member
+    fitted on its shard's plain likelihood (the default before issue 16).
 ``vrvm_constant_noise``
     The same with ``noise_model="constant"``: each member's own noise level for every
     trip (the paper's model), without the distance scale.
@@ -134,6 +136,7 @@ def synthetic_trips(cleaning):
 RESULTS = Path(__file__).resolve().parent / "results"
 MODELS = (
     "vrvm",
+    "vrvm_no_twin_scales",
     "vrvm_no_pair_offsets",
     "vrvm_shard_weight1",
     "vrvm_constant_noise",
@@ -629,8 +632,11 @@ RUNNERS: dict[str, Callable[[Split, Settings], dict[str, Any]]] = {
     "vrvm_constant_noise": functools.partial(run_vrvm, noise_model="constant"),
     "vrvm_distance_linear_only": functools.partial(run_vrvm, distance_in_kernel=False),
     # the best parameter-only settings of --explore (see the module docstring)
-    "vrvm_no_pair_offsets": functools.partial(run_vrvm, pair_offsets=False),
-    "vrvm_shard_weight1": functools.partial(run_vrvm, shard_weight=1.0, pair_offsets=False),
+    "vrvm_no_twin_scales": functools.partial(run_vrvm, twin_scales=False),
+    "vrvm_no_pair_offsets": functools.partial(run_vrvm, pair_offsets=False, twin_scales=False),
+    "vrvm_shard_weight1": functools.partial(
+        run_vrvm, shard_weight=1.0, pair_offsets=False, twin_scales=False
+    ),
     "vrvm_max_basis2000": functools.partial(run_vrvm, max_basis=2000),
     "vrvm_widths4": functools.partial(run_vrvm, kernel_widths=[0.5, 1.0, 2.0, 4.0]),
     "bayesian_ridge": run_bayesian_ridge,

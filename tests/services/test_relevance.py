@@ -57,3 +57,5 @@ def test_elbo_curves_member_table_and_noise(tiny_model):
     assert tiny_model.noise_scale_coef_.any()  # the default distance scale
     g = tiny_model.noise_scale_at([0.5, 2.0, 10.0])
     assert f"{g[0]:.2f} times at 0.5 km" in sentence and f"{g[2]:.2f} times at 10 km" in sentence
+    a = tiny_model.twin_scale_  # the default twin scales
+    assert a > 0 and f"two spreads of equal weight, {math.exp(-a):.2f} and" in sentence

@@ -112,10 +112,11 @@ def test_user_zones_replace_h3(trips):
 def test_mixture_shapes_and_positive_support(model, queries):
     dist = model.predict_dist(queries)
     assert isinstance(dist, MixtureDistribution)
-    assert dist.n_components == 3 and len(dist) == len(queries)
-    assert dist.loc.shape == dist.scale.shape == (3, len(queries))
+    # twin scales: member m is components m and 3 + m
+    assert dist.n_members == 3 and dist.n_components == 6 and len(dist) == len(queries)
+    assert dist.loc.shape == dist.scale.shape == (6, len(queries))
     assert dist.transform == "log"
-    assert dist.df.shape == (3, len(queries))
+    assert dist.df.shape == (6, len(queries))
     lo, _ = dist.interval(0.99)
     assert np.all(lo > 0)
     assert np.all(dist.cdf(0.0) == 0.0)
@@ -137,13 +138,17 @@ def test_fast_predictive_matches_the_members(model, queries):
     # every member's location moved by the trip's zone-pair offset (0 without offsets)
     assert model.pair_offsets_ is not None
     offset = model.pair_offsets_.offset_of_trips(queries)
+    a, n_members = model.twin_scale_, len(model.members_)
+    assert a > 0
     for m, member in enumerate(model.members_):
         own = member.predict_dist(X, linear=d)
-        np.testing.assert_allclose(dist.loc[m], own.loc + offset, rtol=1e-12)
-        # the members' scale times the distance scale g(x) = exp(c . [1, u, u^2])
+        # the members' scale times the distance scale g(x) = exp(c . [1, u, u^2]), and
+        # each member twice: times e^-a and e^a
         g = scale_multiplier(model.noise_scale_coef_, d, model.noise_scale_range_)
-        np.testing.assert_allclose(dist.scale[m], own.scale * g, rtol=1e-10)
-        np.testing.assert_array_equal(dist.df[m], own.df)
+        for row, factor in ((m, np.exp(-a)), (n_members + m, np.exp(a))):
+            np.testing.assert_allclose(dist.loc[row], own.loc + offset, rtol=1e-12)
+            np.testing.assert_allclose(dist.scale[row], own.scale * g * factor, rtol=1e-10)
+            np.testing.assert_array_equal(dist.df[row], own.df)
 
 
 def test_predictions_are_sensible(model, queries):
@@ -174,8 +179,9 @@ def test_meanfield_gives_gaussian_components(trips, queries):
     dist = model.predict_dist(queries.head(5))
     assert dist.df is None
     X, d = model.featurizer_.transform(queries.head(5))
+    factor = np.exp(-model.twin_scale_)  # the first block of the twin scales
     for m, member in enumerate(model.members_):
-        g = scale_multiplier(model.noise_scale_coef_, d, model.noise_scale_range_)
+        g = scale_multiplier(model.noise_scale_coef_, d, model.noise_scale_range_) * factor
         np.testing.assert_allclose(dist.scale[m], member.predict_dist(X, linear=d).scale * g, 1e-10)
 
 
@@ -243,9 +249,10 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == FORMAT_VERSION == 4
+    assert manifest["format_version"] == FORMAT_VERSION == 5
     meta = manifest["metadata"]
     assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
+    assert meta["noise_scale"]["twin"] == model.twin_scale_ == loaded.twin_scale_ > 0
     np.testing.assert_array_equal(loaded.noise_scale_coef_, model.noise_scale_coef_)
     assert loaded.noise_scale_range_ == model.noise_scale_range_
     assert meta["kernel_widths"] == [1.0, 2.0]
@@ -375,9 +382,14 @@ def test_format_1_models_load_without_the_distance_scale(model, queries, tmp_pat
 
 
 def test_distance_scale_is_fitted_out_of_shard_and_constant_turns_it_off(trips, queries):
-    constant = TravelTimeModel(**{**FAST, "noise_model": "constant"}).fit(trips)
+    single = {**FAST, "twin_scales": False}  # one component per member
+    constant = TravelTimeModel(**{**single, "noise_model": "constant"}).fit(trips)
     assert not constant.noise_scale_coef_.any() and constant.noise_scale_score_ == {}
-    scaled = TravelTimeModel(**FAST).fit(trips)
+    assert constant.twin_scale_ == 0.0
+    # twin scales alone, without the distance scale
+    twins = TravelTimeModel(**{**FAST, "noise_model": "constant"}).fit(trips)
+    assert not twins.noise_scale_coef_.any() and twins.twin_scale_ > 0
+    scaled = TravelTimeModel(**single).fit(trips)
     score = scaled.noise_scale_score_
     assert score["after"] >= score["before"] and score["n_trips"] == len(trips)
     # same members (same seeds), only the scale differs
@@ -430,3 +442,20 @@ def test_the_name_is_saved_and_models_without_one_load(model, queries, tmp_path)
 def test_a_bad_name_is_refused_at_fit(trips, bad):
     with pytest.raises(ValueError, match="'name' parameter"):
         TravelTimeModel(**FAST, name=bad).fit(trips.head(50))
+
+
+def test_format_4_models_load_with_one_component_per_member(model, queries, tmp_path):
+    """Models saved before the twin scales (format 4) load with ``twin_scales=False``
+    and predict with one component per member, as they did."""
+    path = model.save(tmp_path / "model")
+    manifest = json.loads((path / "model.json").read_text())
+    manifest["format_version"] = 4
+    del manifest["metadata"]["noise_scale"]["twin"]
+    del manifest["metadata"]["params"]["twin_scales"]
+    (path / "model.json").write_text(json.dumps(manifest))
+    old = TravelTimeModel.load(path)
+    assert old.twin_scales is False and old.twin_scale_ == 0.0
+    dist = old.predict_dist(queries)
+    assert dist.n_components == dist.n_members == len(model.members_)
+    new = model.predict_dist(queries)
+    np.testing.assert_array_equal(dist.loc, new.loc[: dist.n_members])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.trips.pair_offsets import SHRINKAGE_GRID, PairOffsets, loo_shrinkage
+from vrvm.trips.pair_offsets import ENDS, SHRINKAGE_GRID, PairOffsets, loo_shrinkage
 from vrvm.trips.zones import latlng_to_cell_ints
 
 FAST = {"n_members": 4, "kernel_widths": [1.5, 3.0], "max_basis": 120, "random_state": 0}
@@ -162,10 +162,24 @@ def test_offsets_are_saved_and_updates_learn_what_they_leave(slow_pair, tmp_path
     np.testing.assert_allclose(seen[0], expected)
 
 
-def test_two_stage_fits_make_no_offsets():
-    model = TravelTimeModel(**FAST, subsample_size=500).fit(synthetic_city(3000, seed=2))
-    assert "two_stage" in model.training_summary_
-    assert model.pair_offsets_ is None
+def test_a_two_stage_fit_learns_the_pair_from_all_trips(slow_pair):
+    train, test, busy = slow_pair
+    fits = [
+        TravelTimeModel(**FAST, subsample_size=800, pair_offsets=flag).fit(train)
+        for flag in (False, True)
+    ]
+    assert all("two_stage" in model.training_summary_ for model in fits)
+    plain, with_offsets = fits
+    assert plain.pair_offsets_ is None
+    # levels chosen on the sample (about 4 members x 800), offsets summed over all trips
+    sample = with_offsets.training_summary_["two_stage"]["sample_trips"]
+    assert 3000 < sample < len(train)
+    assert with_offsets.pair_offsets_.levels[0]["n"].sum() == len(train)
+    y = test["travel_time_s"].to_numpy()
+    on_pair = [model.predict_dist(test[busy]).crps(y[busy]).mean() for model in fits]
+    assert on_pair[1] < 0.9 * on_pair[0]
+    overall = [model.predict_dist(test).crps(y).mean() for model in fits]
+    assert overall[1] < overall[0]
 
 
 def test_a_snapped_export_keeps_no_offsets_finer_than_its_zones(slow_pair):
@@ -214,3 +228,63 @@ def test_learning_trips_adds_them_to_their_pairs_sums():
     meta, arrays = part.to_state()  # the grown tables are saved whole
     again = PairOffsets.from_state(meta, arrays)
     np.testing.assert_array_equal(again.offset(*all_ends), part.offset(*all_ends))
+
+
+def test_offsets_from_summed_parts_are_those_of_the_trips():
+    """Fitting the levels from pair sums (added up over parts, as a two-stage fit's third
+    pass does) gives the offsets and leave-one-out offsets of :meth:`PairOffsets.fit` on
+    the trips themselves, for the same shrinkages."""
+    from vrvm.trips.pair_offsets import add_pair_sums
+
+    trips = synthetic_city(5000, seed=3)
+    rng = np.random.default_rng(3)
+    ends = [trips[c].to_numpy() for c in ENDS]
+    # effects of coarse pairs and of finer ones within them
+    coarse = latlng_to_cell_ints(ends[0], ends[1], 6) + latlng_to_cell_ints(ends[2], ends[3], 6)
+    fine = latlng_to_cell_ints(ends[0], ends[1], 7) + latlng_to_cell_ints(ends[2], ends[3], 7)
+    effect = 0.3 * (coarse % np.uint64(3) == 0) + 0.3 * (fine % np.uint64(4) == 0)
+    residual = effect + rng.normal(0.0, 0.3, len(trips))
+    direct = PairOffsets([6, 7, 8])
+    loo = direct.fit(*ends, residual)
+    assert len(direct.levels) >= 2
+    levels = [(lv["resolution"], lv["k"]) for lv in direct.levels]
+    resolutions = [r for r, _ in levels]
+    cuts = [0, 1200, 1201, 3900, 5000]
+    parts = [
+        PairOffsets.pair_sums(resolutions, [e[a:b] for e in ends], residual[a:b])
+        for a, b in zip(cuts, cuts[1:], strict=False)
+    ]
+    total = parts[0]
+    for part in parts[1:]:
+        total = add_pair_sums(total, part)
+    assert total["n"].sum() == len(trips)
+    summed = PairOffsets.from_pair_sums(total, levels)
+    for a, b in zip(direct.levels, summed.levels, strict=True):
+        order_a = np.lexsort((a["dest"], a["origin"]))
+        order_b = np.lexsort((b["dest"], b["origin"]))
+        np.testing.assert_array_equal(a["origin"][order_a], b["origin"][order_b])
+        np.testing.assert_array_equal(a["n"][order_a], b["n"][order_b])
+        np.testing.assert_allclose(a["offset"][order_a], b["offset"][order_b], atol=1e-12)
+    np.testing.assert_allclose(summed.leave_one_out(*ends, residual), loo, atol=1e-12)
+    np.testing.assert_allclose(summed.offset(*ends), direct.offset(*ends), atol=1e-12)
+    # a few trips are looked up one by one, many as arrays: the same offsets
+    few = [e[:5] for e in ends]
+    np.testing.assert_array_equal(summed.offset(*few), summed.offset(*ends)[:5])
+
+
+def test_offsets_are_looked_up_from_several_threads_at_once(slow_pair):
+    """``vrvm predict`` predicts batches in threads: the first lookups of a freshly
+    loaded model race to build its indexes (a pandas Index is not thread-safe while it
+    builds its hash table), and every thread must get the right offsets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    train, test, _ = slow_pair
+    model = TravelTimeModel(**FAST).fit(train)
+    expected = model.pair_offsets_.offset_of_trips(test)
+    meta, arrays = model.pair_offsets_.to_state()
+    for _ in range(10):  # the race lost in 2 of 3 runs of 5 rounds without the lock
+        fresh = PairOffsets.from_state(meta, arrays)
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(lambda _: fresh.offset_of_trips(test), range(8)))
+        for result in results:
+            np.testing.assert_array_equal(result, expected)

@@ -149,8 +149,11 @@ def test_two_stage_fit_reads_everything_and_reports_its_phases(two_stage, trips)
     phases = [c[3] for c in calls]
     n_parts = summary["two_stage"]["parts"]  # whole files here: 7,000 and 5,000 rows
     assert n_parts == 2
-    assert phases == ["reading"] * n_parts + ["members"] * 4 + ["statistics"] * n_parts
+    passes = ["statistics"] * n_parts + ["offsets"] * n_parts  # offsets: the third pass
+    assert phases == ["reading"] * n_parts + ["members"] * 4 + passes
     assert [c[:2] for c in calls if c[3] == "statistics"][-1] == (2, 2)
+    assert [c[:2] for c in calls if c[3] == "offsets"][-1] == (2, 2)
+    assert model.pair_offsets_.levels[0]["n"].sum() == len(trips)
 
 
 def test_two_stage_model_does_not_depend_on_the_parts_or_the_processes(two_stage, folder, queries):
@@ -163,9 +166,8 @@ def test_two_stage_model_does_not_depend_on_the_parts_or_the_processes(two_stage
 def test_the_second_stage_learns_from_all_trips(two_stage):
     model, _, _ = two_stage
     test = synthetic_city(3000, seed=11)
-    # a one-stage fit on as many trips as the two-stage fit's sample (without the zone-pair
-    # offsets, which two-stage fits do not make: the same model but for the trips seen)
-    small = TravelTimeModel(**FAST, pair_offsets=False).fit(synthetic_city(4000, seed=0))
+    # a one-stage fit on as many trips as the two-stage fit's sample
+    small = TravelTimeModel(**FAST).fit(synthetic_city(4000, seed=0))
     assert model.evaluate(test)["crps_s"] < small.evaluate(test)["crps_s"]
     assert all(m.n_updates_ == 0 for m in model.members_)
 

@@ -458,6 +458,13 @@ def build_parser() -> argparse.ArgumentParser:
         "that learn from more data, slower predictions) or of the sample alone (smaller, "
         "faster, less accurate) (all)",
     )
+    train.add_argument(
+        "--pair-offsets",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="learn each pair of zones' offset from its trips' residuals (a sharper "
+        "model; a two-stage fit reads the data a third time for them) (on)",
+    )
     train.add_argument("--seed", type=seed_int, default=None, help="random seed")
     train.add_argument(
         "--backend", choices=("loky", "dask"), default="loky", help="parallel backend (loky)"

@@ -57,6 +57,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         client=args.scheduler,
         subsample_size=args.subsample_size,
         stage_one_evidence=args.stage_one_evidence,
+        pair_offsets=args.pair_offsets,
         random_state=args.seed,
     )
     # Without --seed the split is still recorded, so it can be repeated.
@@ -97,7 +98,8 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         lines.append(
             f"two stages: basis chosen on a sample of {two_stage['sample_trips']:,} trips "
             f"with the evidence of {_EVIDENCE[two_stage.get('stage_one_evidence', 'sample')]}, "
-            f"refitted on all of them ({two_stage['parts']} parts read twice)"
+            f"refitted on all of them ({two_stage['parts']} parts read "
+            f"{_TIMES[two_stage.get('passes', 2)]})"
         )
     if metrics is not None:
         lines.append(holdout_summary(metrics, args.units))
@@ -107,6 +109,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 _EVIDENCE = {"all": "all trips", "sample": "the sample"}
+_TIMES = {2: "twice", 3: "three times: the third for the zone-pair offsets"}
 
 
 def _out_of_core(path: Path, model: TravelTimeModel) -> bool:

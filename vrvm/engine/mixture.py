@@ -69,6 +69,11 @@ class MixtureDistribution:
         ``(M, 1)`` for one value per member. ``np.inf`` gives a Gaussian component.
     transform : {None, "log"}, default=None
         None if the variable is Y itself, ``"log"`` if it is T = exp(Y).
+    n_members : int or None, default=None
+        The ensemble members the components stand for, when each member contributes
+        several components (the travel-time model's twin scales: rows ``0..K-1`` the
+        K members with one scale factor, rows ``K..2K-1`` with the other); None: one
+        component per member. Only :attr:`n_members` and :meth:`member_pdf` use it.
 
     Attributes
     ----------
@@ -80,6 +85,9 @@ class MixtureDistribution:
         The output transform.
     n_components : int
         Number of mixture components M.
+    n_members : int
+        Ensemble members behind the components (``n_members=`` of the constructor;
+        default M): the components are M / n_members blocks of the members.
 
     See Also
     --------
@@ -158,7 +166,7 @@ class MixtureDistribution:
     True
     """
 
-    def __init__(self, loc, scale, df=None, transform: str | None = None):
+    def __init__(self, loc, scale, df=None, transform: str | None = None, *, n_members=None):
         loc = np.asarray(loc, dtype=np.float64)
         scale = np.asarray(scale, dtype=np.float64)
         try:
@@ -192,6 +200,12 @@ class MixtureDistribution:
             df = self._frozen(df)
         if transform not in (None, "log"):
             raise ValueError(f"transform must be None or 'log', got {transform!r}")
+        n_members = loc.shape[0] if n_members is None else int(n_members)
+        if n_members < 1 or loc.shape[0] % n_members:
+            raise ValueError(
+                f"n_members must divide the {loc.shape[0]} components, got {n_members}"
+            )
+        self._n_members = n_members
         self._loc = self._frozen(loc)
         self._scale = self._frozen(scale)
         self._df = df
@@ -232,6 +246,28 @@ class MixtureDistribution:
         return self._loc.shape[0]
 
     @property
+    def n_members(self) -> int:
+        """Ensemble members: the components are ``n_components / n_members`` blocks of
+        them (block b holds every member once, e.g. each with its own scale factor)."""
+        return self._n_members
+
+    def member_pdf(self, x) -> np.ndarray:
+        """Each member's density, shape ``(n_members,) + broadcast shape``: the mean of
+        its components' densities (:meth:`component_pdf`, one per block)."""
+        return self._per_member(self.component_pdf(x))
+
+    def member_cdf(self, x) -> np.ndarray:
+        """Each member's cdf, shape ``(n_members,) + broadcast shape`` (the mean of its
+        components' :meth:`component_cdf`): what a caller combines member by member."""
+        return self._per_member(self.component_cdf(x))
+
+    def _per_member(self, parts: np.ndarray) -> np.ndarray:
+        blocks = self.n_components // self._n_members
+        if blocks == 1:
+            return parts
+        return parts.reshape(blocks, self._n_members, *parts.shape[1:]).mean(axis=0)
+
+    @property
     def shape(self) -> tuple[int]:
         """Batch shape ``(n,)``."""
         return (self._loc.shape[1],)
@@ -243,7 +279,11 @@ class MixtureDistribution:
         """Mixtures of a subset of queries (an integer keeps a batch of one)."""
         cols = np.atleast_1d(np.arange(len(self))[index])
         return MixtureDistribution(
-            self._loc[:, cols], self._scale[:, cols], take_columns(self._df, cols), self._transform
+            self._loc[:, cols],
+            self._scale[:, cols],
+            take_columns(self._df, cols),
+            self._transform,
+            n_members=self._n_members,
         )
 
     def __repr__(self) -> str:

@@ -91,6 +91,16 @@ class Predictor:
         exponential)."""
         return self.basis.design(X, linear, self.columns)
 
+    def loc(self, X, linear, chunk=512) -> np.ndarray:
+        """Predictive location mu^T phi(x) alone, on the scale of y (no quadratic form:
+        a design block and a matrix-vector product per block)."""
+        loc = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], chunk):
+            sl = slice(start, start + chunk)
+            phi = self.design(X[sl], None if linear is None else linear[sl])
+            np.matmul(phi, self.mean, out=loc[sl])
+        return loc * self.y_scale
+
     def loc_scale(self, X, linear, chunk=512):
         """Predictive location and scale, on the scale of y.
 

@@ -346,7 +346,7 @@ def _member_cdfs(
 ) -> np.ndarray:
     """F_{m,o,z}(T): every member's P(T <= threshold) from each origin to each zone, (M, O, Z)."""
     dist = model.predict_dist(_pair_queries(lat, lon, grid, departure))
-    return dist.component_cdf(threshold_s).reshape(dist.n_components, lat.size, len(grid))
+    return dist.member_cdf(threshold_s).reshape(dist.n_members, lat.size, len(grid))
 
 
 @dataclass(frozen=True)

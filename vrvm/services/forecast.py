@@ -213,8 +213,8 @@ def density_curve(
     frame = pd.DataFrame({"minutes": t / 60.0, "density": density})
     if not members:
         return frame
-    parts = dist.component_pdf(t[:, None])[:, :, 0] * 60.0 / dist.n_components
-    for m in range(dist.n_components):
+    parts = dist.member_pdf(t[:, None])[:, :, 0] * 60.0 / dist.n_members
+    for m in range(dist.n_members):
         frame[f"member_{m}"] = parts[m]
     return frame
 
@@ -326,9 +326,10 @@ def member_medians(dist: MixtureDistribution) -> np.ndarray:
     is thin their fits differ, so the spread of their medians is a cheap measure of
     the model's own (epistemic) uncertainty, beside the trip-to-trip spread of the
     predictive interval. Members are symmetric on the model scale, so a member's
-    median is its location (exponentiated for log-seconds).
+    median is its location (exponentiated for log-seconds; with twin scales both of a
+    member's components share it).
     """
-    loc = dist.loc[:, 0]
+    loc = dist.loc[: dist.n_members, 0]
     seconds = np.exp(loc) if dist.transform == "log" else loc
     return seconds / 60.0
 

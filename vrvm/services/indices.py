@@ -127,7 +127,11 @@ def pool_departures(dist: MixtureDistribution, n_departures: int) -> MixtureDist
 
     df = None if dist.df is None else stacked(dist.df)
     return MixtureDistribution(
-        stacked(dist.loc), stacked(dist.scale), df=df, transform=dist.transform
+        stacked(dist.loc),
+        stacked(dist.scale),
+        df=df,
+        transform=dist.transform,
+        n_members=dist.n_members * n_departures,  # blocks of twin scales stay blocks
     )
 
 

@@ -5,7 +5,8 @@ arguments): ``phase`` a short name, each phase counting its own ``done`` of ``to
 steps, ``elapsed_s`` counting from the start of the whole work. The fit of
 :class:`~vrvm.trips.model.TravelTimeModel` has the phases :data:`PHASES`
 ("reading": the first pass over the data's parts; "members": ensemble members
-fitted; "statistics": the second pass over the parts); ``vrvm predict`` reports
+fitted; "statistics": the second pass over the parts; "offsets": the third, for the
+zone-pair offsets); ``vrvm predict`` reports
 "queries". :class:`TimeLeft` keeps where each phase started and estimates the
 seconds it has left; :func:`describe_step` and :func:`describe_progress` say it in
 words, for the command line's bar and the dashboard's ``st.progress`` alike
@@ -29,6 +30,7 @@ PHASES = {
     "reading": ("part", "parts", "read"),
     "members": ("member", "members", "trained"),
     "statistics": ("part", "parts", "summed"),
+    "offsets": ("part", "parts", "read for the zone-pair offsets"),
     "queries": ("query", "queries", "predicted"),
 }
 """Each phase's step, in the singular and the plural, and what was done to it."""

@@ -168,4 +168,11 @@ def noise_sentence(model: TravelTimeModel) -> str:
             f"{g:.2f} times at {k:g} km" for k, g in zip(km, model.noise_scale_at(km), strict=True)
         )
         text += f" The spread is scaled with trip distance ({factors})."
+    if model.twin_scale_ > 0:
+        low, high = np.exp(-model.twin_scale_), np.exp(model.twin_scale_)
+        text += (
+            f" Each member predicts with two spreads of equal weight, {low:.2f} and "
+            f"{high:.2f} times its own: a sharper middle and heavier tails, for trips "
+            "that are sometimes much slower than usual."
+        )
     return text

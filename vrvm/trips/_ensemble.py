@@ -29,6 +29,7 @@ __all__ = [
     "degrees_of_freedom",
     "fit_members",
     "map_parts",
+    "member_loc",
     "member_loc_scale",
     "reduce_parts",
     "refit_members",
@@ -71,6 +72,15 @@ def member_loc_scale(predictives, X, d) -> tuple[np.ndarray, np.ndarray]:
             for m, member in enumerate(predictives):
                 loc[m, rows], scale[m, rows] = member.loc_scale(X[rows], d[rows, None])
     return loc, scale
+
+
+def member_loc(predictives, X, d) -> np.ndarray:
+    """Every member's predictive location alone, (M, n): no quadratic forms."""
+    loc = np.empty((len(predictives), X.shape[0]))
+    with single_threaded_blas():
+        for m, member in enumerate(predictives):
+            loc[m] = member.loc(X, d[:, None])
+    return loc
 
 
 class Seeds:

@@ -25,9 +25,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from vrvm.engine.calibration import fit_scale_model, scale_features
+from vrvm.engine.calibration import fit_scale_model
 from vrvm.engine.growing import GrowingBasis
 from vrvm.trips._ensemble import member_loc_scale
+from vrvm.trips._spread import scale_inputs
 
 __all__ = ["SCALE_REFIT_TRIPS", "SCALE_STREAM_ROWS", "OnlineState", "record_history"]
 
@@ -117,9 +118,14 @@ class OnlineState:
         d = np.concatenate(self._d)[-SCALE_STREAM_ROWS:]
         self._loc, self._scale, self._y, self._d = [loc], [scale], [y], [d]
         self.since_scale = 0
-        z = scale_features(d, model.noise_scale_range_)
-        coef, before, after = fit_scale_model(loc, scale, y, np.ones(loc.shape, bool), z, df)
-        model.noise_scale_coef_ = coef
+        z = scale_inputs(model, d)
+        twin = bool(model.twin_scales)
+        coef, a, before, after = fit_scale_model(
+            loc, scale, y, np.ones(loc.shape, bool), z, df, twin=twin
+        )
+        model.noise_scale_coef_ = np.zeros(3)
+        model.noise_scale_coef_[: coef.size] = coef
+        model.twin_scale_ = a
         model.noise_scale_score_ = {
             "before": before,
             "after": after,

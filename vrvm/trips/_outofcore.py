@@ -8,7 +8,9 @@ calling process), and return small results:
 2. :func:`part_statistics` reads and cleans the part again, computes the features,
    deals every trip to a member and adds each member's sufficient statistics
    (G = Phi^T Phi, h = Phi^T y, y^T y, n over its chosen basis functions) and what the
-   model records of its training trips.
+   model records of its training trips;
+3. with zone-pair offsets, :func:`part_pair_sums` reads it a third time and sums the
+   trips' out-of-shard residuals under the final members per pair of cells.
 
 Which trips are sampled, held out and dealt to which member is decided per trip by
 :func:`row_uniforms` from the seed, the file and the trip's row number, so the result
@@ -18,6 +20,7 @@ read. A sampled trip goes to the member whose subsample it was in.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import operator
 from dataclasses import dataclass, field
@@ -27,22 +30,26 @@ import pandas as pd
 
 from vrvm.engine.kernels import SufficientStatistics
 from vrvm.trips.cleaning import CleaningReport, combine_reports
+from vrvm.trips.pair_offsets import ENDS, PairOffsets, add_pair_sums, out_of_shard_residual
 from vrvm.trips.table import CANONICAL_COLUMNS
 
 __all__ = [
+    "OffsetPlan",
+    "PairSums",
     "PartSample",
     "PartStatistics",
     "SampleSpec",
     "StatisticsPlan",
     "TripSummary",
     "pairwise_sum",
+    "part_pair_sums",
     "part_statistics",
     "row_uniforms",
     "sample_part",
 ]
 
 # streams of row_uniforms: one independent uniform per trip and purpose
-HOLDOUT, SAMPLE, MEMBER = 0, 1, 2
+HOLDOUT, SAMPLE, MEMBER, OFFSETS = 0, 1, 2, 3
 
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -279,21 +286,87 @@ def part_statistics(dataset, part, plan: StatisticsPlan) -> PartStatistics:
         seconds = trips["travel_time_s"].to_numpy(np.float64)
         y = np.log(seconds) if plan.log_target else seconds
         X, d = plan.featurizer.transform(trips)
-        member = np.minimum(
-            (row_uniforms(plan.seed, part.file, rows, MEMBER) * n_members).astype(np.intp),
-            n_members - 1,
-        )
-        if forced_rows.size:
-            pos = np.searchsorted(forced_rows, rows)
-            hit = pos < forced_rows.size
-            hit[hit] = forced_rows[pos[hit]] == rows[hit]
-            member[hit] = forced_members[pos[hit]]
+        member = _dealt(plan, part.file, rows, (forced_rows, forced_members))
         for m in range(n_members):
             sel = member == m
             if sel.any():
                 sums[m].add(X[sel], y[sel], d[sel, None])
         summary.add(trips, seconds)
     return PartStatistics([acc.result() for acc in sums], summary, reports)
+
+
+def _dealt(plan: StatisticsPlan, file: int, rows: np.ndarray, forced) -> np.ndarray:
+    """The member each trip (row number ``rows`` of ``file``) is dealt to: a sampled
+    trip's member of the first stage (``forced``: its sorted rows and their members),
+    any other by its own uniform."""
+    n_members = len(plan.members)
+    member = np.minimum(
+        (row_uniforms(plan.seed, file, rows, MEMBER) * n_members).astype(np.intp),
+        n_members - 1,
+    )
+    forced_rows, forced_members = forced
+    hit, pos = _sampled(rows, forced_rows)
+    member[hit] = forced_members[pos[hit]]
+    return member
+
+
+def _sampled(rows: np.ndarray, sampled_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which ``rows`` are among the (sorted) ``sampled_rows``, and where."""
+    pos = np.searchsorted(sampled_rows, rows)
+    hit = pos < sampled_rows.size
+    hit[hit] = sampled_rows[pos[hit]] == rows[hit]
+    return hit, pos
+
+
+@dataclass(frozen=True)
+class OffsetPlan:
+    """What the pass of the zone-pair offsets needs: the second pass's plan with the
+    final members, the levels' resolutions and the fraction of the trips it sums."""
+
+    statistics: StatisticsPlan
+    resolutions: tuple[int, ...]
+    rate: float
+
+
+@dataclass
+class PairSums:
+    """The offsets pass's result for one part (or the sum over several)."""
+
+    frame: pd.DataFrame
+
+    def __add__(self, other: PairSums) -> PairSums:
+        return PairSums(add_pair_sums(self.frame, other.frame))
+
+
+def part_pair_sums(dataset, part, plan: OffsetPlan) -> PairSums:
+    """Pass 3 (models with zone-pair offsets): the out-of-shard residuals of a uniform
+    ``plan.rate`` of the trips of ``part`` (and of all its sampled trips) summed per
+    combination of cell pairs (:meth:`PairOffsets.pair_sums`); one member's location
+    per trip."""
+    stats = plan.statistics
+    predictives = [member._predictor for member in stats.members]
+    forced = stats.forced.get(part.file, (np.empty(0, np.int64), None))
+    frames = []
+    for trips, _ in dataset.read(part, center=stats.center):
+        rows = trips["row"].to_numpy(np.int64)
+        keep = ~_holdout_mask(stats.seed, stats.holdout, part.file, rows)
+        if plan.rate < 1.0:  # the sample's trips always (their leave-one-out offsets)
+            summed = row_uniforms(stats.seed, part.file, rows, OFFSETS) < plan.rate
+            keep &= summed | _sampled(rows, forced[0])[0]
+        trips, rows = trips.loc[keep], rows[keep]
+        if not len(trips):
+            continue
+        seconds = trips["travel_time_s"].to_numpy(np.float64)
+        y = np.log(seconds) if stats.log_target else seconds
+        X, d = stats.featurizer.transform(trips)
+        member = _dealt(stats, part.file, rows, forced)
+        residual = out_of_shard_residual(predictives, X, d, y, member)
+        ends = [trips[column].to_numpy(np.float64) for column in ENDS]
+        frames.append(PairOffsets.pair_sums(plan.resolutions, ends, residual))
+    if not frames:
+        empty = PairOffsets.pair_sums(plan.resolutions, [np.empty(0)] * 4, np.empty(0))
+        return PairSums(empty)
+    return PairSums(functools.reduce(add_pair_sums, frames))
 
 
 def pairwise_sum(items, add=operator.add):

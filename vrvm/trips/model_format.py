@@ -14,7 +14,9 @@ a version-1 model loads with ``noise_model="constant"``. Version 3 added the mod
 saved without ``shard_weight`` among its parameters was fitted on plain shards and loads
 with ``shard_weight=1``. Version 4 added the zone-pair offsets (``pair_offsets`` and
 the arrays ``pairs__{level}__{origin,dest,n,offset}``); a model saved without them loads
-with ``pair_offsets=False`` and predicts as it did.
+with ``pair_offsets=False`` and predicts as it did. Version 5 added the twin scales
+(``noise_scale.twin``, the parameter ``twin_scales``); a model saved without them loads
+with ``twin_scales=False`` and one component per member.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
 FORMAT_NAME = "vrvm.TravelTimeModel"
 # 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None;
 # 4: the zone-pair offsets, absent is none
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 _PAIRS = "pairs"  # prefix of the pair offsets' arrays
 
 
@@ -92,6 +94,7 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
             "coef": [float(c) for c in model.noise_scale_coef_],
             "d_range": [float(v) for v in model.noise_scale_range_],
             "score": dict(model.noise_scale_score_),
+            "twin": float(model.twin_scale_),
         },
         "pair_offsets": pair_meta,
         "n_updates": int(model.n_updates_),
@@ -174,6 +177,11 @@ def load_model(cls, path: str | os.PathLike[str]):
         model.noise_scale_score_ = dict(scale["score"])
         if not (np.all(np.isfinite(model.noise_scale_coef_)) and low <= high):
             raise ValueError("noise_scale holds non-finite coefficients or an empty range")
+        if "twin" not in scale:  # before format 5: one component per member
+            model.twin_scales = False
+        model.twin_scale_ = float(scale.get("twin", 0.0))
+        if not (np.isfinite(model.twin_scale_) and model.twin_scale_ >= 0):
+            raise ValueError(f"noise_scale.twin must be a number >= 0, got {model.twin_scale_}")
         if model.target != meta["target"]:
             raise ValueError("target does not match the stored parameters")
     except ModelFormatError:
