@@ -3,6 +3,7 @@ versions, nested levels, storage, and the model that uses them."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -252,7 +253,7 @@ def test_offsets_from_summed_parts_are_those_of_the_trips():
     cuts = [0, 1200, 1201, 3900, 5000]
     parts = [
         PairOffsets.pair_sums(resolutions, [e[a:b] for e in ends], residual[a:b])
-        for a, b in zip(cuts, cuts[1:], strict=False)
+        for a, b in itertools.pairwise(cuts)
     ]
     total = parts[0]
     for part in parts[1:]:
@@ -285,6 +286,6 @@ def test_offsets_are_looked_up_from_several_threads_at_once(slow_pair):
     for _ in range(10):  # the race lost in 2 of 3 runs of 5 rounds without the lock
         fresh = PairOffsets.from_state(meta, arrays)
         with ThreadPoolExecutor(4) as pool:
-            results = list(pool.map(lambda _: fresh.offset_of_trips(test), range(8)))
+            results = list(pool.map(fresh.offset_of_trips, [test] * 8))
         for result in results:
             np.testing.assert_array_equal(result, expected)
