@@ -33,6 +33,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 
 __all__ = ["POLL_S", "watch_parent", "watchdog_kwargs", "watched_parallel"]
 
@@ -41,6 +42,16 @@ POLL_S = 0.5
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _PARENT_GONE_EXIT = 1
+
+# loky ends a worker whose memory grew by more than 300 MB since it started (its guard
+# against leaks: a two-stage fit's statistics of 1e7 trips grow that much) once it has
+# finished its task, starts another and says so with a UserWarning, although no work is
+# lost: nothing a user of the command line or the dashboard can act on.
+warnings.filterwarnings(
+    "ignore",
+    message="A worker stopped while some jobs were given to the executor",
+    category=UserWarning,
+)
 
 
 def watchdog_kwargs() -> dict:
