@@ -198,12 +198,13 @@ class TravelTimeModel(BaseEstimator):
         ``"sample"`` counts it once (fewer functions; 1.4 % higher CRPS at 1e6 trips,
         see BENCHMARKS.md). Only two-stage fits use it.
     shard_weight : float, default=2.0
-        The trips each of a member's trips stands for in its fit (one-stage fits): its
-        likelihood raised to this power, so the evidence supports the functions of
-        ``shard_weight`` times its shard (Minsker et al. 2017 raise each of M subset
-        likelihoods to the power M). 2 lowered CRPS by 1.5 % (Chicago), 3.5 % (NYC),
-        0.2 % (SF) and 2.5 % (Synthetica), with twice the functions; 3 let members
-        extrapolate wildly (BENCHMARKS.md, issue 16). 1: the plain fit on the shard.
+        The trips each of a member's trips stands for in its fit (in a two-stage fit,
+        its second stage): its likelihood raised to this power, so the evidence
+        supports the functions of ``shard_weight`` times its shard (Minsker et al. 2017
+        raise each of M subset likelihoods to the power M). 2 lowered CRPS by 1.5 %
+        (Chicago), 3.5 % (NYC), 0.2 % (SF) and 2.5 % (Synthetica), with twice the
+        functions; 3 let members extrapolate wildly (BENCHMARKS.md, issue 16). 1: the
+        plain fit on the shard.
     online_reserve : int, default=300
         Candidates each member keeps beside its functions for :meth:`update` to add
         (in memory, not saved; one-stage fits). 0: updates only re-weight the functions.

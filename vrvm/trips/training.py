@@ -27,6 +27,8 @@ and, per member, the statistics of its chosen basis functions:
 5. **Zone-pair offsets** (``pair_offsets=True``; a third pass, part by part): the
    levels and their shrinkage are chosen on the sample, and each pair's offset is
    summed over the out-of-shard residuals of up to :data:`OFFSET_TRIPS` trips.
+   The statistics are counted ``shard_weight`` times, as a one-stage fit counts its
+   trips (the first stage chooses the functions without that weight).
    With ``refit="prune"`` the statistics also cover a reserve of
    :data:`RESERVE_COLUMNS` inactive candidates per member, those the first stage's
    evidence came closest to adding, so that the fast solver on all trips can add
@@ -240,8 +242,12 @@ def fit_dataset(
         total = _ensemble.reduce_parts(
             part_statistics, dataset, parts, plan, on_done=report("statistics"), **options
         )
+        # the second stage's posterior has the shard weight (the likelihood to its power,
+        # as a one-stage fit's); the first stage chose the functions without it, so that
+        # pass 2's columns, and its cost, do not grow with it
+        stats = [s.scaled(model.shard_weight) for s in total.stats]
         model.members_ = _ensemble.refit_members(
-            model.members_, total.stats, prune=model.refit == "prune", n_jobs=model.n_jobs
+            model.members_, stats, prune=model.refit == "prune", n_jobs=model.n_jobs
         )
         loo = np.zeros(fitted.y.size)
         if model.pair_offsets:
