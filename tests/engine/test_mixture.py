@@ -533,3 +533,23 @@ def test_blocks_do_not_change_quantiles_or_scores(monkeypatch):
         want = reference.crps(reference.median())
         monkeypatch.setattr(mixture, "_BLOCK", 3)
         assert np.array_equal(small.crps(small.median()), want)
+
+
+def test_members_of_several_components_are_combined_member_by_member():
+    """Twin scales: rows 0..K-1 and K..2K-1 are the same K members with two scales; a
+    member's pdf and cdf are the mean of its two components', and the mixture is
+    unchanged by saying so."""
+    loc = np.log([[300.0, 600.0], [320.0, 640.0]])
+    scale = np.array([[0.1, 0.2], [0.15, 0.1]])
+    both = np.concatenate([loc, loc]), np.concatenate([scale * 0.6, scale * 1.7])
+    twin = MixtureDistribution(*both, transform="log", n_members=2)
+    plain = MixtureDistribution(*both, transform="log")
+    assert (twin.n_members, twin.n_components, plain.n_members) == (2, 4, 4)
+    t = np.array([[280.0], [350.0], [700.0]])
+    parts = twin.component_cdf(t)
+    np.testing.assert_allclose(twin.member_cdf(t), (parts[:2] + parts[2:]) / 2)
+    np.testing.assert_allclose(twin.member_pdf(t).mean(axis=0), twin.pdf(t))
+    np.testing.assert_array_equal(twin.cdf(t), plain.cdf(t))
+    assert twin[1].n_members == 2
+    with pytest.raises(ValueError, match="n_members must divide"):
+        MixtureDistribution(*both, n_members=3)

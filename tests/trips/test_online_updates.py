@@ -40,6 +40,7 @@ def test_updates_re_solve_each_members_basis_and_refit_the_scale(trips):
     assert model.noise_scale_score_["source"] == "stream"
     assert model.noise_scale_score_["n_trips"] == SCALE_REFIT_TRIPS
     assert not np.allclose(model.noise_scale_coef_, fitted_scale)
+    assert model.twin_scale_ != frozen.twin_scale_  # the twin scales learn the stream too
     # the copy taken before the updates is untouched
     np.testing.assert_array_equal(frozen.noise_scale_coef_, fitted_scale)
     assert [m.n_updates_ for m in frozen.members_] == [0, 0]
@@ -75,10 +76,19 @@ def test_a_loaded_model_updates_its_fixed_bases_and_refits_the_scale(trips, tmp_
 
 
 def test_constant_noise_keeps_no_predictions(trips):
+    model = _model(noise_model="constant", twin_scales=False).fit(trips.iloc[:800])
+    model.update(trips.iloc[800 : 800 + SCALE_REFIT_TRIPS // 2])
+    assert not model.noise_scale_coef_.any() and model.twin_scale_ == 0.0
+    assert model._online.since_scale == 0 and model._online._y == []
+
+
+def test_constant_noise_with_twin_scales_refits_them_alone_on_the_stream(trips):
     model = _model(noise_model="constant").fit(trips.iloc[:800])
+    fitted = model.twin_scale_
+    assert fitted > 0
     model.update(trips.iloc[800 : 800 + SCALE_REFIT_TRIPS])
-    assert not model.noise_scale_coef_.any()
-    assert model._online.since_scale == 0
+    assert model.noise_scale_score_["source"] == "stream"
+    assert not model.noise_scale_coef_.any() and model.twin_scale_ != fitted
 
 
 @pytest.mark.parametrize("name, value", [("online_reserve", -1), ("online_every", 0)])

@@ -289,3 +289,19 @@ def test_offsets_are_looked_up_from_several_threads_at_once(slow_pair):
             results = list(pool.map(fresh.offset_of_trips, [test] * 8))
         for result in results:
             np.testing.assert_array_equal(result, expected)
+
+
+def test_a_two_stage_fit_sums_a_share_of_many_trips_and_all_of_its_sample(slow_pair, monkeypatch):
+    """Beyond ``OFFSET_TRIPS`` the third pass sums a uniform share of the trips, and
+    always the sample's (their leave-one-out offsets are taken from the sums)."""
+    from vrvm.trips import training
+
+    train = slow_pair[0]
+    monkeypatch.setattr(training, "OFFSET_TRIPS", 1000)
+    model = TravelTimeModel(**FAST, subsample_size=500).fit(train)
+    sample = model.training_summary_["two_stage"]["sample_trips"]
+    rate = 1000 / len(train)
+    summed = model.pair_offsets_.levels[0]["n"].sum()
+    expected = sample + rate * (len(train) - sample)
+    assert sample < summed < len(train)
+    assert abs(summed - expected) < 4 * np.sqrt(expected)

@@ -73,7 +73,8 @@ class MixtureDistribution:
         The ensemble members the components stand for, when each member contributes
         several components (the travel-time model's twin scales: rows ``0..K-1`` the
         K members with one scale factor, rows ``K..2K-1`` with the other); None: one
-        component per member. Only :attr:`n_members` and :meth:`member_pdf` use it.
+        component per member. Only :attr:`n_members`, :meth:`member_pdf` and
+        :meth:`member_cdf` use it.
 
     Attributes
     ----------

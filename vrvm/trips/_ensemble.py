@@ -56,7 +56,7 @@ def wild_members(members, X, y, d, limit: int = 20_000) -> list[int]:
     where its shard has few trips (seen with ``shard_weight=3`` on the Chicago sample: a
     member predicted e^26 s at O'Hare)."""
     rows = np.linspace(0, y.size - 1, min(limit, y.size)).astype(np.intp)
-    loc, _ = member_loc_scale([m._predictor for m in members], X[rows], d[rows])
+    loc = member_loc([m._predictor for m in members], X[rows], d[rows])
     span = float(np.ptp(y))
     low, high = float(y.min()) - span, float(y.max()) + span
     return np.flatnonzero(((loc < low) | (loc > high)).any(axis=1)).tolist()

@@ -1,5 +1,6 @@
 """Online updates of a TravelTimeModel: members' bases that grow with the stream, and the
-distance scale of the spread refitted on the stream's own test-then-train predictions.
+distance and twin scales of the spread refitted on the stream's own test-then-train
+predictions.
 
 Two things kept a trip-by-trip update from matching a periodic refit (BENCHMARKS.md,
 issue 16). First, each member's relevance vectors were fixed, so what the stream taught
@@ -25,10 +26,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from vrvm.engine.calibration import fit_scale_model
 from vrvm.engine.growing import GrowingBasis
 from vrvm.trips._ensemble import member_loc_scale
-from vrvm.trips._spread import scale_inputs
+from vrvm.trips._spread import has_spread_model, refit_spread
 
 __all__ = ["SCALE_REFIT_TRIPS", "SCALE_STREAM_ROWS", "OnlineState", "record_history"]
 
@@ -78,7 +78,7 @@ class OnlineState:
     def record(self, model, loc, scale, y: np.ndarray, d: np.ndarray) -> None:
         """Keep the members' predictions of new trips (``loc``, ``scale``: see
         :func:`predictions`), made before they learn them."""
-        if model.noise_model == "constant":
+        if not has_spread_model(model):
             return
         self._loc.append(loc)
         self._scale.append(scale)
@@ -89,8 +89,8 @@ class OnlineState:
     @staticmethod
     def predictions(model, X: np.ndarray, d: np.ndarray):
         """The members' locations and scales of new trips, (M, n) each, or ``(None,
-        None)`` when neither the distance scale nor the pair offsets need them."""
-        if model.noise_model == "constant" and model.pair_offsets_ is None:
+        None)`` when neither the spread model nor the pair offsets need them."""
+        if not has_spread_model(model) and model.pair_offsets_ is None:
             return None, None
         return member_loc_scale(model._predictives(), X, d)
 
@@ -108,8 +108,9 @@ class OnlineState:
             basis.resolve()
             self.since_resolve[m] = 0
 
-    def refit_scale(self, model, df) -> bool:
-        """Refit the distance scale on the latest held-out predictions, when due."""
+    def refit_scale(self, model) -> bool:
+        """Refit the distance and twin scales on the latest held-out predictions, when
+        due."""
         if self.since_scale < SCALE_REFIT_TRIPS:
             return False
         loc = np.concatenate(self._loc, axis=1)[:, -SCALE_STREAM_ROWS:]
@@ -118,20 +119,7 @@ class OnlineState:
         d = np.concatenate(self._d)[-SCALE_STREAM_ROWS:]
         self._loc, self._scale, self._y, self._d = [loc], [scale], [y], [d]
         self.since_scale = 0
-        z = scale_inputs(model, d)
-        twin = bool(model.twin_scales)
-        coef, a, before, after = fit_scale_model(
-            loc, scale, y, np.ones(loc.shape, bool), z, df, twin=twin
-        )
-        model.noise_scale_coef_ = np.zeros(3)
-        model.noise_scale_coef_[: coef.size] = coef
-        model.twin_scale_ = a
-        model.noise_scale_score_ = {
-            "before": before,
-            "after": after,
-            "n_trips": int(y.size),
-            "source": "stream",
-        }
+        refit_spread(model, loc, scale, y, np.ones(loc.shape, bool), d, source="stream")
         return True
 
 

@@ -269,30 +269,50 @@ class PartStatistics:
 
 def part_statistics(dataset, part, plan: StatisticsPlan) -> PartStatistics:
     """Pass 2: every member's sufficient statistics over the trips of ``part`` dealt to it."""
-    n_members = len(plan.members)
     # one accumulator per member: its batches are summed in place (an M x M array per
     # member for the whole part, not one per batch)
     sums = [m.statistics_accumulator() for m in plan.members]
     summary, reports = TripSummary(), []
-    forced_rows, forced_members = plan.forced.get(part.file, (np.empty(0, np.int64), None))
+    for batch in _dealt_batches(dataset, part, plan, reports):
+        for m, acc in enumerate(sums):
+            sel = batch.member == m
+            if sel.any():
+                acc.add(batch.X[sel], batch.y[sel], batch.d[sel, None])
+        summary.add(batch.trips, batch.seconds)
+    return PartStatistics([acc.result() for acc in sums], summary, reports)
+
+
+@dataclass
+class _Batch:
+    """A batch of a part's training trips with their targets, features and members."""
+
+    trips: pd.DataFrame
+    seconds: np.ndarray
+    y: np.ndarray
+    X: np.ndarray
+    d: np.ndarray
+    member: np.ndarray
+
+
+def _dealt_batches(dataset, part, plan: StatisticsPlan, reports=None, keep=None):
+    """The training trips of ``part`` (held-out ones dropped), batch by batch, dealt to
+    the members as in pass 2; ``keep(rows, sampled)`` may drop more (``sampled``: which
+    rows are in the first stage's sample). Cleaning reports go to ``reports``."""
+    forced = plan.forced.get(part.file, (np.empty(0, np.int64), None))
     for trips, report in dataset.read(part, center=plan.center):
-        if report is not None:
+        if report is not None and reports is not None:
             reports.append(report)
         rows = trips["row"].to_numpy(np.int64)
         train = ~_holdout_mask(plan.seed, plan.holdout, part.file, rows)
+        if keep is not None:
+            train &= keep(rows, _sampled(rows, forced[0])[0])
         trips, rows = trips.loc[train], rows[train]
         if not len(trips):
             continue
         seconds = trips["travel_time_s"].to_numpy(np.float64)
         y = np.log(seconds) if plan.log_target else seconds
         X, d = plan.featurizer.transform(trips)
-        member = _dealt(plan, part.file, rows, (forced_rows, forced_members))
-        for m in range(n_members):
-            sel = member == m
-            if sel.any():
-                sums[m].add(X[sel], y[sel], d[sel, None])
-        summary.add(trips, seconds)
-    return PartStatistics([acc.result() for acc in sums], summary, reports)
+        yield _Batch(trips, seconds, y, X, d, _dealt(plan, part.file, rows, forced))
 
 
 def _dealt(plan: StatisticsPlan, file: int, rows: np.ndarray, forced) -> np.ndarray:
@@ -345,23 +365,14 @@ def part_pair_sums(dataset, part, plan: OffsetPlan) -> PairSums:
     per trip."""
     stats = plan.statistics
     predictives = [member._predictor for member in stats.members]
-    forced = stats.forced.get(part.file, (np.empty(0, np.int64), None))
+
+    def keep(rows, sampled):  # a uniform rate, and the sample (its leave-one-out offsets)
+        return (row_uniforms(stats.seed, part.file, rows, OFFSETS) < plan.rate) | sampled
+
     frames = []
-    for trips, _ in dataset.read(part, center=stats.center):
-        rows = trips["row"].to_numpy(np.int64)
-        keep = ~_holdout_mask(stats.seed, stats.holdout, part.file, rows)
-        if plan.rate < 1.0:  # the sample's trips always (their leave-one-out offsets)
-            summed = row_uniforms(stats.seed, part.file, rows, OFFSETS) < plan.rate
-            keep &= summed | _sampled(rows, forced[0])[0]
-        trips, rows = trips.loc[keep], rows[keep]
-        if not len(trips):
-            continue
-        seconds = trips["travel_time_s"].to_numpy(np.float64)
-        y = np.log(seconds) if stats.log_target else seconds
-        X, d = stats.featurizer.transform(trips)
-        member = _dealt(stats, part.file, rows, forced)
-        residual = out_of_shard_residual(predictives, X, d, y, member)
-        ends = [trips[column].to_numpy(np.float64) for column in ENDS]
+    for batch in _dealt_batches(dataset, part, stats, keep=keep if plan.rate < 1 else None):
+        residual = out_of_shard_residual(predictives, batch.X, batch.d, batch.y, batch.member)
+        ends = [batch.trips[column].to_numpy(np.float64) for column in ENDS]
         frames.append(PairOffsets.pair_sums(plan.resolutions, ends, residual))
     if not frames:
         empty = PairOffsets.pair_sums(plan.resolutions, [np.empty(0)] * 4, np.empty(0))

@@ -18,7 +18,14 @@ from vrvm.engine.calibration import fit_scale_model, scale_features, scale_multi
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.trips import _ensemble
 
-__all__ = ["SCALE_FIT_ROWS", "fit_spread", "predictive", "scale_inputs"]
+__all__ = [
+    "SCALE_FIT_ROWS",
+    "fit_spread",
+    "has_spread_model",
+    "predictive",
+    "refit_spread",
+    "scale_inputs",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +40,27 @@ def scale_inputs(model, d: np.ndarray) -> np.ndarray:
     return z[:, :0] if model.noise_model == "constant" else z
 
 
+def has_spread_model(model) -> bool:
+    """Whether the model fits a spread beyond its members' own: a distance scale or twin
+    scales (at fit time and on the stream)."""
+    return model.noise_model != "constant" or bool(model.twin_scales)
+
+
+def refit_spread(model, loc, scale, y, held_out, d, **score) -> None:
+    """Fit the distance and twin scales by :func:`fit_scale_model` on the members'
+    held-out predictions ``loc``, ``scale`` (M, n) of targets ``y`` and distance
+    columns ``d``, and set them on the model (``score``: more of its record)."""
+    df = _ensemble.degrees_of_freedom(model._predictives())
+    z = scale_inputs(model, d)
+    coef, a, before, after = fit_scale_model(
+        loc, scale, y, held_out, z, df, twin=bool(model.twin_scales)
+    )
+    model.noise_scale_coef_ = np.zeros(3)
+    model.noise_scale_coef_[: coef.size] = coef
+    model.twin_scale_ = a
+    model.noise_scale_score_ = {"before": before, "after": after, "n_trips": y.size, **score}
+
+
 def fit_spread(model, X, y, d, shard_of_row, seed) -> None:
     """Fit the distance scale (and the twin scales) on out-of-shard predictions."""
     model.noise_scale_coef_ = np.zeros(3)
@@ -40,8 +68,7 @@ def fit_spread(model, X, y, d, shard_of_row, seed) -> None:
     model.noise_scale_score_ = {}
     model.twin_scale_ = 0.0
     predictives = model._predictives()
-    twin = bool(model.twin_scales)
-    if (model.noise_model == "constant" and not twin) or len(predictives) < 2:
+    if not has_spread_model(model) or len(predictives) < 2:
         return
     rng = np.random.default_rng(seed)
     rows = np.arange(y.size)
@@ -49,19 +76,15 @@ def fit_spread(model, X, y, d, shard_of_row, seed) -> None:
         rows = np.sort(rng.choice(rows.size, size=SCALE_FIT_ROWS, replace=False))
     loc, scale = _ensemble.member_loc_scale(predictives, X[rows], d[rows])
     held_out = shard_of_row[rows][None, :] != np.arange(len(predictives))[:, None]
-    z = scale_inputs(model, d[rows])
-    df = _ensemble.degrees_of_freedom(predictives)
-    coef, a, before, after = fit_scale_model(loc, scale, y[rows], held_out, z, df, twin=twin)
-    model.noise_scale_coef_[: coef.size] = coef
-    model.twin_scale_ = a
-    model.noise_scale_score_ = {"before": before, "after": after, "n_trips": int(rows.size)}
+    refit_spread(model, loc, scale, y[rows], held_out, d[rows])
+    score = model.noise_scale_score_
     logger.info(
         "distance scale c = %s, twin scales e^-a, e^a with a = %.3f: out-of-shard mean log "
         "density %.4f -> %.4f",
         np.round(model.noise_scale_coef_, 4).tolist(),
-        a,
-        before,
-        after,
+        model.twin_scale_,
+        score["before"],
+        score["after"],
     )
 
 

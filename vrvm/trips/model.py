@@ -258,7 +258,8 @@ class TravelTimeModel(BaseEstimator):
         a of the twin scales (0: one component per member).
     noise_scale_score_ : dict
         Mean out-of-shard log density (target scale) of the training trips used to
-        fit the scale, ``"before"`` and ``"after"`` it (empty for ``"constant"``).
+        fit the scale, ``"before"`` and ``"after"`` it (empty without a distance scale
+        and twin scales).
     fit_time_s_ : float
         Wall-clock duration of :meth:`fit`, in seconds.
     training_summary_ : dict
@@ -524,7 +525,11 @@ class TravelTimeModel(BaseEstimator):
         self._online = OnlineState(None)
         self.pair_offsets_ = None
         if final:
-            self._fit_offsets_and_spread(data, resolution, seeds.noise_scale)
+            loo = np.zeros(y.size)  # each trip's offset without itself
+            if self.pair_offsets:
+                self.pair_offsets_, loo = fit_model_offsets(self, data, resolution)
+            # the distance and twin scales of what the offsets leave, out of shard
+            fit_spread(self, X, y - loo, d, shard_of_row, seeds.noise_scale)
             if self.online_reserve > 0:
                 self._online = OnlineState(
                     [(X[r], y[r], d[r], w) for r, w in zip(shard_rows, weights, strict=True)]
@@ -549,17 +554,6 @@ class TravelTimeModel(BaseEstimator):
             data.raw[rows[member.relevance_indices_]]
             for rows, member in zip(data.shard_rows, self.members_, strict=True)
         ]
-
-    def _fit_offsets_and_spread(self, data: _FitData, resolution, seed) -> None:
-        """Pair offsets, then the distance scale of what they leave, out of shard."""
-        loo = np.zeros(data.y.size)  # each trip's offset without itself
-        if self.pair_offsets:
-            self.pair_offsets_, loo = fit_model_offsets(self, data, resolution)
-        self._fit_noise_scale(data.X, data.y - loo, data.d, data.shard_of_row, seed)
-
-    def _fit_noise_scale(self, X, y, d, shard_of_row, seed) -> None:
-        """Fit the distance scale and twin scales out of shard (:mod:`._spread`)."""
-        fit_spread(self, X, y, d, shard_of_row, seed)
 
     def _strata(self, trips: pd.DataFrame, tz: str, zones) -> tuple[list, int | None]:
         """Stratification keys (origin zone, destination zone, local hour) and the resolution."""
@@ -690,7 +684,7 @@ class TravelTimeModel(BaseEstimator):
             )
             if assign == "all" or np.any(rows):
                 online.learn(self, m, X[rows], y[rows], d[rows], forgetting)
-        online.refit_scale(self, _ensemble.degrees_of_freedom(self._predictives()))
+        online.refit_scale(self)
         self.n_relevance_ = np.array([member.n_relevance_ for member in self.members_])
         self.n_updates_ = seen + len(trips)
         self.update_history_ = record_history(self.update_history_, trips, forgetting, assign)

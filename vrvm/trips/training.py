@@ -2,8 +2,9 @@
 
 :func:`fit_dataset` fits a :class:`~vrvm.trips.model.TravelTimeModel` on a
 :class:`~vrvm.trips.dataset.TripDataset` (or on a large table in memory) in two
-passes over the data, holding at any time the trips of one batch, a uniform sample
-and, per member, the statistics of its chosen basis functions:
+passes over the data (three with zone-pair offsets), holding at any time the trips of
+one batch, a uniform sample and, per member, the statistics of its chosen basis
+functions:
 
 1. **Sample** (first pass, part by part): a uniform sample of
    ``n_members * subsample_size`` trips, and the trips' count.
@@ -23,16 +24,17 @@ and, per member, the statistics of its chosen basis functions:
    C candidates.
 4. **Second stage**: each member re-estimates its weights, ARD precisions and noise
    from its statistics (:meth:`~vrvm.engine.regressor.VRVMRegressor.refit_statistics`),
-   and the distance scale of the spread is fitted again out of shard on the sample.
-5. **Zone-pair offsets** (``pair_offsets=True``; a third pass, part by part): the
-   levels and their shrinkage are chosen on the sample, and each pair's offset is
-   summed over the out-of-shard residuals of up to :data:`OFFSET_TRIPS` trips.
-   The statistics are counted ``shard_weight`` times, as a one-stage fit counts its
-   trips (the first stage chooses the functions without that weight).
+   counted ``shard_weight`` times, as a one-stage fit counts its trips (the first
+   stage chose the functions without that weight).
    With ``refit="prune"`` the statistics also cover a reserve of
    :data:`RESERVE_COLUMNS` inactive candidates per member, those the first stage's
    evidence came closest to adding, so that the fast solver on all trips can add
    functions as well as drop them (more trips support more functions).
+5. **Zone-pair offsets** (``pair_offsets=True``; a third pass, part by part): the
+   levels and their shrinkage are chosen on the sample, and each pair's offset is
+   summed over the out-of-shard residuals of up to :data:`OFFSET_TRIPS` trips. Then
+   the distance and twin scales are fitted out of shard on the sample, to what the
+   offsets leave.
 
 When the sample is the whole data (at most ``subsample_size`` trips per member) the
 first stage is the fit, identical to fitting the table in memory.
@@ -59,6 +61,7 @@ from vrvm.trips._outofcore import (
     part_statistics,
     sample_part,
 )
+from vrvm.trips._spread import fit_spread
 from vrvm.trips.cleaning import CleaningReport, combine_reports, far_from, median_point
 from vrvm.trips.dataset import PART_ROWS, TripDataset
 from vrvm.trips.pair_offsets import PairOffsets, offset_resolutions, out_of_shard_residual
@@ -254,9 +257,9 @@ def fit_dataset(
             rate = min(1.0, OFFSET_TRIPS / max(n_trips - n_test, 1))
             plan = dataclasses.replace(plan, members=model.members_)
             loo = _pair_offsets(model, fitted, plan, rate, dataset, report("offsets"), options)
-        # the distance scale of what the offsets leave, out of shard on the sample
-        model._fit_noise_scale(
-            fitted.X, fitted.y - loo, fitted.d, fitted.shard_of_row, seeds.noise_scale
+        # the distance and twin scales of what the offsets leave, out of shard on the sample
+        fit_spread(
+            model, fitted.X, fitted.y - loo, fitted.d, fitted.shard_of_row, seeds.noise_scale
         )
     _second_stage(model, total, fitted, train, provenance, spec, dataset)
     model.fit_time_s_ = time.perf_counter() - started
