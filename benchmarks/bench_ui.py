@@ -31,6 +31,11 @@ Usage::
 
 Prints a Markdown table (medians and worst over the repeats) and the 1-minute load
 average before and after; ``--json`` keeps every measurement.
+
+``--floors`` also times, the same way, three stripped-down apps in ``ui_floors/``
+(Streamlit alone; the page's zone map alone; the page's answer alone), each with a
+Swap button and opened in new tabs: what this browser on this machine needs for each
+part of a swap or a new session, whatever the page does around it.
 """
 
 from __future__ import annotations
@@ -61,6 +66,11 @@ from tools.browser import (  # noqa: E402 (after the path set-up)
 )
 
 CHICAGO = REPO.parent / "shared" / "data" / "chicago_community_areas.geojson"
+FLOORS = {
+    "Streamlit alone (a button, one line of text)": "benchmarks/ui_floors/streamlit_only.py",
+    "the zone map alone": "benchmarks/ui_floors/map_only.py",
+    "the answer alone (controls, numbers, two charts)": "benchmarks/ui_floors/answer_only.py",
+}
 VIEWPORT = {"width": 1400, "height": 1000}
 LABEL_SHOWN_JS = "label => [...document.querySelectorAll('input')].some(e => e.value === label)"
 CAPTION_SHOWN_JS = (
@@ -250,6 +260,31 @@ def bench_shared_url(browser, url: str, repeats: int, context=None) -> dict:
     return summarise("shared URL with an OD, new session, new tab of the same browser", runs)
 
 
+def bench_floors(browser, home: Path, repeats: int) -> list[dict]:
+    """Swap and a new tab on each of :data:`FLOORS`, each app on its own server."""
+    summaries = []
+    for name, script in FLOORS.items():
+        log_path = Path(tempfile.mkdtemp(prefix="vrvm-bench-ui-floor-")) / "streamlit.log"
+        with streamlit_server(home, log_path, timeout_s=120, script=script) as url:
+            context = browser.new_context(viewport=VIEWPORT)
+            page = context.new_page()
+            log = WebsocketLog(page)
+            open_answer(page, log, url)
+            page.wait_for_timeout(1500)  # the first frame and draw, as on the page
+            swap = page.get_by_role("button", name="Swap")
+            runs = []
+            for _ in range(repeats):
+                before = answer_text(page)
+                runs.append(timed_interaction(page, log, swap.click, CHANGED_ANSWER_JS, before))
+                page.wait_for_timeout(300)
+            summaries.append(summarise(f"floor, swap: {name}", runs))
+            opened = bench_shared_url(browser, url, min(repeats, 5), context)
+            summaries.append({**opened, "interaction": f"floor, new tab: {name}"})
+            context.close()
+        print(table(summaries[-2:]), flush=True)
+    return summaries
+
+
 def bench_upload(page, log, path: Path, repeats: int) -> dict:
     """Upload a boundary file in the sidebar until it is drawn; removed after each.
 
@@ -287,6 +322,9 @@ def main() -> None:
     parser.add_argument("--boundaries", type=Path, default=CHICAGO)
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--label", default="", help="a name for this run in the JSON")
+    parser.add_argument(
+        "--floors", action="store_true", help="also time the stripped-down apps of ui_floors/"
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -310,6 +348,8 @@ def main() -> None:
             summaries.append(bench_shared_url(browser, url, min(args.repeats, 5), context))
             context.close()
             summaries.append(bench_shared_url(browser, url, min(args.repeats, 5)))
+            if args.floors:
+                summaries += bench_floors(browser, home, args.repeats)
         finally:
             browser.close()
     server_log = log_path.read_text(errors="replace")

@@ -55,11 +55,18 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def streamlit_server(
-    home: Path, log_path: Path, *, timeout_s: float = 60.0, env: dict[str, str] | None = None
+    home: Path,
+    log_path: Path,
+    *,
+    timeout_s: float = 60.0,
+    env: dict[str, str] | None = None,
+    script: str = "app.py",
 ):
     """``streamlit run app.py`` over ``home``; yields its URL once healthy, stops it after.
 
-    ``env`` adds to the server's environment (an analyst passphrase, say). The server's
+    ``env`` adds to the server's environment (an analyst passphrase, say); ``script``
+    runs another script of the repository instead (its path from the repository's root;
+    the app's settings in ``.streamlit/`` apply to it too). The server's
     output goes to ``log_path``. Raises RuntimeError with that log when the
     server exits or is not healthy within ``timeout_s`` (a first start trains the demo
     model first).
@@ -72,7 +79,7 @@ def streamlit_server(
                 "-m",
                 "streamlit",
                 "run",
-                "app.py",
+                script,
                 "--server.headless",
                 "true",
                 "--server.port",
