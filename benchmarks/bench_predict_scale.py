@@ -180,11 +180,10 @@ def model_summary(model: Path) -> dict[str, Any]:
 
 
 def blas_kernels() -> str:
-    """The BLAS libraries and the kernels they run here (threadpoolctl), and whether the
-    environment chose them: the image of this machine pins ``OPENBLAS_CORETYPE=Haswell``
-    for older OpenBLAS builds; with it unset, NumPy 2.4's OpenBLAS 0.3.31 picks SkylakeX
-    (AVX-512) on this CPU, with twice the rate in ``dsyrk``. The processes a benchmark
-    starts inherit the same environment."""
+    """The BLAS libraries and the kernels they run here (threadpoolctl), and whether
+    ``OPENBLAS_CORETYPE`` chose them (see BENCHMARKS.md, "Training at city scale": the
+    kernels set the rate of pass 2 and of predictions). The processes a benchmark starts
+    inherit the same environment."""
     import numpy  # noqa: F401 (loads OpenBLAS)
     import scipy.linalg  # noqa: F401 (loads SciPy's copy)
     from threadpoolctl import threadpool_info

@@ -6,22 +6,16 @@ first-visit trip; Swap exchanges origin and destination.
 """
 
 import streamlit as st
+from trip import trip_with_swap
 
-from app_ui import context, forecast_view, od_picker, trip_controls
-from vrvm.services import schedule
-from vrvm.services.places import ODState
-
-OD = "od"
+from app_ui import context, forecast_view, trip_controls
 
 
 @st.fragment
 def section(ctx: context.ModelContext) -> None:
-    if st.session_state.get(OD) is None:
-        od_picker.set_state(OD, ODState(*schedule.default_pair(ctx.area)))
-    if st.button("Swap"):
-        od_picker.set_state(OD, od_picker.get_state(OD).swapped())
+    state = trip_with_swap(ctx)
     departure, threshold = trip_controls.show("trip", ctx.model.tz_)
-    forecast_view.show("forecast", ctx, od_picker.get_state(OD), departure, threshold)
+    forecast_view.show("forecast", ctx, state, departure, threshold)
 
 
 section(context.get_context())

@@ -6,21 +6,14 @@ and deck.gl draws a new frame, as on the Predict page, without the answer.
 """
 
 import streamlit as st
+from trip import OD, trip_with_swap
 
 from app_ui import context, od_picker
-from vrvm.services import schedule
-from vrvm.services.places import ODState
-
-OD = "od"
 
 
 @st.fragment
 def section(ctx: context.ModelContext) -> None:
-    if st.session_state.get(OD) is None:
-        od_picker.set_state(OD, ODState(*schedule.default_pair(ctx.area)))
-    if st.button("Swap"):
-        od_picker.set_state(OD, od_picker.get_state(OD).swapped())
-    state = od_picker.get_state(OD)
+    state = trip_with_swap(ctx)
     st.code(f"A trip typically goes {state.origin.label} to {state.dest.label}.", language=None)
     od_picker.show_map(OD, ctx.area, basemap=False, mode="od", height=460)
 
