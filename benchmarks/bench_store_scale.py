@@ -25,6 +25,11 @@ Usage::
 
     python benchmarks/bench_store_scale.py --label after            # 1e7 trips
     python benchmarks/bench_store_scale.py --n 20000 --label after  # the demo's size
+    python benchmarks/bench_store_scale.py --model model_10000000 --label "trained on 1e7"
+
+``--model`` publishes a model trained on the same trips (``vrvm demo-data --n N --seed
+0`` then ``vrvm train``, as ``bench_scale.py fit`` leaves it) instead of one fitted on
+``--n-fit`` of them.
 
 The home is kept in ``--root`` (default ``/tmp/vrvm-store-scale``) and reused when it
 already holds ``--n`` trips (``--rebuild`` to start again). Results are merged into
@@ -55,14 +60,17 @@ from vrvm.services import models
 from vrvm.trips.home import trip_store
 from vrvm.trips.table import summarise_trips, trip_provenance
 
-home, n, n_fit = Path({home!r}), {n}, {n_fit}
+home, n, n_fit, trained = Path({home!r}), {n}, {n_fit}, {model!r}
 t = time.perf_counter()
 trips = synthetic_city(n, seed=0)
 generated = time.perf_counter() - t
-rows = np.sort(np.random.default_rng(0).choice(n, min(n_fit, n), replace=False))
-sample = trips.iloc[rows].reset_index(drop=True)
-sample.attrs = dict(trips.attrs)
-model = TravelTimeModel(n_members=8, random_state=0).fit(sample)
+if trained:  # a model trained on these trips (vrvm train on vrvm demo-data --seed 0)
+    model = TravelTimeModel.load(trained)
+else:
+    rows = np.sort(np.random.default_rng(0).choice(n, min(n_fit, n), replace=False))
+    sample = trips.iloc[rows].reset_index(drop=True)
+    sample.attrs = dict(trips.attrs)
+    model = TravelTimeModel(n_members=8, random_state=0).fit(sample)
 # the home links a model to its training trips by their content hash: record all n
 provenance = trip_provenance(trips)
 model.training_summary_ = summarise_trips(
@@ -178,12 +186,12 @@ def run(code: str, timeout: float = 7200) -> list[str]:
     return done.stdout.split()
 
 
-def ensure_home(home: Path, n: int, n_fit: int, rebuild: bool) -> dict:
+def ensure_home(home: Path, n: int, n_fit: int, rebuild: bool, model: str = "") -> dict:
     """The benchmark's data home with ``n`` trips, built unless already there."""
     marker = home / "bench-store-scale.json"
     if marker.is_file() and not rebuild:
         built = json.loads(marker.read_text())
-        if built.get("n") == n:
+        if built.get("n") == n and built.get("model", "") == model:
             return built
     if home.exists():
         import shutil
@@ -192,11 +200,12 @@ def ensure_home(home: Path, n: int, n_fit: int, rebuild: bool) -> dict:
     home.mkdir(parents=True)
     start = time.perf_counter()
     generated, published, stored = map(
-        float, run(BUILD.format(repo=str(REPO), home=str(home), n=n, n_fit=n_fit))
+        float, run(BUILD.format(repo=str(REPO), home=str(home), n=n, n_fit=n_fit, model=model))
     )
     built = {
         "n": n,
-        "n_fit": n_fit,
+        "n_fit": n if model else n_fit,
+        "model": model,
         "generate_s": generated,
         "publish_s": published,
         "store_add_10_batches_s": stored,
@@ -221,10 +230,18 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=3, help="fresh-process starts timed")
     parser.add_argument("--skip-apptest", action="store_true")
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="publish this model (trained on the same trips: vrvm demo-data --n N --seed 0, "
+        "then vrvm train) instead of one fitted on --n-fit of them",
+    )
     args = parser.parse_args()
 
-    home = args.root / f"home-{args.n}"
-    built = ensure_home(home, args.n, args.n_fit, args.rebuild)
+    model = str(args.model.resolve()) if args.model else ""
+    home = args.root / (f"home-{args.n}" + ("-trained" if model else ""))
+    built = ensure_home(home, args.n, args.n_fit, args.rebuild, model)
     result: dict = {"home": built}
 
     # the first open after publishing derives the zones and their index once (kept)

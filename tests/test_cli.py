@@ -472,7 +472,7 @@ def test_train_on_the_real_sf_bike_share_file_without_help(shared_data, tmp_path
     assert 0.85 < coverage[0.9] < 0.97
 
 
-@pytest.mark.parametrize("evidence", ["all", "sample"])
+@pytest.mark.parametrize("evidence", ["all", "sample", "1.5"])
 def test_train_a_parquet_file_in_two_stages_with_either_evidence(tmp_path, evidence):
     trips = tmp_path / "trips.parquet"
     synthetic_city(3000, seed=2).to_parquet(trips, row_group_size=1000)
@@ -482,7 +482,8 @@ def test_train_a_parquet_file_in_two_stages_with_either_evidence(tmp_path, evide
         "--subsample-size", "500", "--stage-one-evidence", evidence,
     )  # fmt: skip
     assert status == 0, err
-    words = {"all": "with the evidence of all trips", "sample": "with the evidence of the sample"}
+    # 2 members x 500 of 3,000 trips: each sampled trip stands for 3
+    words = {"all": "counted as 3 trips", "sample": "counted as one trip", "1.5": "as 1.5 trips"}
     assert "two stages: basis chosen on a sample of" in stdout and words[evidence] in stdout
     model = TravelTimeModel.load(out)
     assert model.pair_offsets_ is not None  # summed by a third pass
@@ -495,12 +496,15 @@ def test_train_a_parquet_file_in_two_stages_with_either_evidence(tmp_path, evide
         assert status == 0, err
         assert "parts read twice" in stdout and "zone-pair offsets:" not in stdout
         assert TravelTimeModel.load(tmp_path / "plain").pair_offsets_ is None
-    assert model.stage_one_evidence == evidence
-    assert model.training_summary_["two_stage"]["stage_one_evidence"] == evidence
+    expected = 1.5 if evidence == "1.5" else evidence
+    assert model.stage_one_evidence == expected
+    assert model.training_summary_["two_stage"]["stage_one_evidence"] == expected
 
 
-def test_train_refuses_an_unknown_stage_one_evidence(tmp_path):
+@pytest.mark.parametrize("value", ["x", "0.5", "inf", "nan"])
+def test_train_refuses_an_unknown_stage_one_evidence(tmp_path, value):
     status, _, err = run(
-        "train", "x.csv", "--out", str(tmp_path / "m"), "--stage-one-evidence", "x"
+        "train", "x.csv", "--out", str(tmp_path / "m"), "--stage-one-evidence", value
     )
     assert status == 2 and "--stage-one-evidence" in err
+    assert "expected 'all', 'sample' or a number >= 1" in err

@@ -218,14 +218,16 @@ def test_cleaning_out_of_core_matches_reading_whole_files(tmp_path, trips):
 
 def test_the_first_stage_has_the_evidence_of_all_trips(two_stage, folder, monkeypatch):
     """By default each sampled trip weighs as the trips it stands for (1 / the sampling
-    rate): the first stage proposes more functions than on the sample's own evidence
-    (compared without a reserve, which here would hold every candidate), the second
-    stage keeps more of them, and the model scores better on new trips."""
+    rate, here 3: the default bound): the first stage proposes more
+    functions than on the sample's own evidence (compared without a reserve, which here
+    would hold every candidate), the second stage keeps more of them, and the model
+    scores better on new trips."""
     import vrvm.trips.training as training
 
     model, _, _ = two_stage
     summary = model.training_summary_["two_stage"]
-    assert summary["stage_one_evidence"] == "all"
+    assert summary["stage_one_evidence"] == 3.0
+    assert summary["stage_one_weight"] == pytest.approx(3.0)
     assert {m.get_params()["n_reserve"] for m in model.members_} == {0}  # no reserve needed
     monkeypatch.setattr(training, "RESERVE_COLUMNS", 0)
     sample = TravelTimeModel(**{**FAST, "stage_one_evidence": "sample"})
@@ -247,6 +249,31 @@ def test_the_first_stage_weight_is_the_inverse_sampling_rate(folder, member_weig
     fit_dataset(in_one_stage, TripDataset(folder, part_rows=3000))
     # all trips fit in the first stage: the one-stage fit's shard_weight
     assert weights == [pytest.approx(in_one_stage.shard_weight)] * 4
+
+
+@pytest.mark.parametrize(("evidence", "weight"), [(2.0, 2.0), (1.0, 1.0), ("all", 3.0), (10, 3.0)])
+def test_a_number_bounds_the_first_stage_weight(folder, member_weights, evidence, weight):
+    """A number caps the trips a sampled trip counts for (here it stands for 3)."""
+    model = TravelTimeModel(**{**FAST, "stage_one_evidence": evidence})
+    fit_dataset(model, TripDataset(folder, part_rows=3000))
+    assert member_weights == [pytest.approx(weight)] * 4
+    assert model.training_summary_["two_stage"]["stage_one_weight"] == pytest.approx(weight)
+    assert {m.get_params()["n_reserve"] for m in model.members_} == {0}
+
+
+def test_a_lower_bound_keeps_fewer_functions(two_stage, folder):
+    """The bound is what keeps the members small whatever N: a weight of 1.5 instead of
+    3 proposes fewer functions, and the second stage keeps fewer."""
+    model, _, _ = two_stage
+    bounded = TravelTimeModel(**{**FAST, "stage_one_evidence": 1.5})
+    fit_dataset(bounded, TripDataset(folder, part_rows=3000))
+    assert bounded.n_relevance_.sum() < model.n_relevance_.sum()
+
+
+@pytest.mark.parametrize("evidence", [0.5, "most", float("nan"), True])
+def test_an_unknown_first_stage_evidence_is_refused(evidence):
+    with pytest.raises(ValueError, match="stage_one_evidence"):
+        TravelTimeModel(**{**FAST, "stage_one_evidence": evidence}).fit(synthetic_city(300))
 
 
 def test_with_the_samples_evidence_a_reserve_lets_the_second_stage_add_functions(

@@ -51,6 +51,7 @@ from vrvm._version import __version__
 from vrvm.cli._access import add_parsers as add_access_parsers
 from vrvm.cli._access import record_cli
 from vrvm.cli._args import (
+    evidence,
     forgetting_factor,
     fraction,
     jobs_int,
@@ -451,12 +452,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument(
         "--stage-one-evidence",
-        choices=("all", "sample"),
-        default="all",
-        help="a two-stage fit's basis is chosen with the evidence of all trips (each "
-        "sampled trip weighted by the trips it stands for: more functions, better models "
-        "that learn from more data, slower predictions) or of the sample alone (smaller, "
-        "faster, less accurate) (all)",
+        type=evidence,
+        default=3.0,
+        metavar="{all,sample,W}",
+        help="the trips each sampled trip counts for when a two-stage fit chooses its "
+        "basis: at most W (more functions for more trips up to a bound that keeps "
+        "predictions fast), 'all' (the trips it stands for: no bound) or 'sample' (once: "
+        "smaller, less accurate) (3)",
     )
     train.add_argument(
         "--pair-offsets",

@@ -44,6 +44,21 @@ def jobs_int(text: str) -> int:
     return value
 
 
+def evidence(text: str) -> str | float:
+    """``--stage-one-evidence``: "all", "sample" or a number >= 1."""
+    if text in ("all", "sample"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value >= 1.0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"expected 'all', 'sample' or a number >= 1 such as 4; got {text!r}"
+        )
+    return value
+
+
 def widths_list(text: str) -> str | list[float]:
     try:
         widths = parse_widths(text)

@@ -97,7 +97,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
     if two_stage:
         lines.append(
             f"two stages: basis chosen on a sample of {two_stage['sample_trips']:,} trips "
-            f"with the evidence of {_EVIDENCE[two_stage.get('stage_one_evidence', 'sample')]}, "
+            f"with each sampled trip counted as {_weight(two_stage)}, "
             f"refitted on all of them ({two_stage['parts']} parts read "
             f"{_TIMES[two_stage.get('passes', 2)]})"
         )
@@ -108,7 +108,12 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
     return 0
 
 
-_EVIDENCE = {"all": "all trips", "sample": "the sample"}
+def _weight(two_stage: dict) -> str:
+    """The first stage's weight of a sampled trip, as the training summary records it."""
+    weight = float(two_stage.get("stage_one_weight", 1.0))
+    return "one trip" if weight == 1.0 else f"{weight:.3g} trips"
+
+
 _TIMES = {2: "twice", 3: "three times: the third for the zone-pair offsets"}
 
 

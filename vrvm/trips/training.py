@@ -12,9 +12,10 @@ functions:
    standardised, the sample dealt into members stratified by (origin zone,
    destination zone, hour), widths chosen, and each member's centres and active set
    chosen by the fast solver on its subsample, each sampled trip weighted by the
-   trips it stands for (``stage_one_evidence="all"``): the evidence of N trips asks
-   for more functions than that of the sample, and the subsample alone would choose
-   too few.
+   trips it stands for, up to ``stage_one_evidence`` (3) trips
+   (:func:`stage_one_weight`): the evidence of more trips asks for more functions than
+   that of the sample, and the subsample alone would choose too few; the bound keeps
+   the members, and so each prediction's cost, the same size whatever N.
 3. **Statistics** (second pass, part by part): every trip is dealt to a member
    (sampled trips to the member whose subsample held them, the others uniformly at
    random, :func:`~vrvm.trips._outofcore.row_uniforms`), and each member accumulates
@@ -67,7 +68,7 @@ from vrvm.trips.dataset import PART_ROWS, TripDataset
 from vrvm.trips.pair_offsets import PairOffsets, offset_resolutions, out_of_shard_residual
 from vrvm.trips.table import check_trips, trip_provenance
 
-__all__ = ["FitOutcome", "fit_dataset"]
+__all__ = ["FitOutcome", "fit_dataset", "stage_one_weight"]
 
 #: Held-out trips kept (at most) to score a model trained out of core.
 MAX_TEST_TRIPS = 100_000
@@ -82,6 +83,27 @@ RESERVE_COLUMNS = 300
 #: zone-pair offsets are summed over: measured on 1e6 synthetic trips, offsets from all
 #: of them instead of the 160,000 of the sample cut CRPS 171.1 -> 168.2 s.
 OFFSET_TRIPS = 2_000_000
+
+
+def stage_one_weight(evidence: str | float, train_rate: float) -> float | None:
+    """The trips each sampled trip counts for in a two-stage fit's first stage.
+
+    Each sampled trip stands for ``1 / train_rate`` trips of the second stage: with
+    that weight (``evidence="all"``) the first stage has the evidence of all of them;
+    a number caps the weight, and so the functions the first stage proposes;
+    ``"sample"`` counts each trip once (None: no weights).
+
+    Examples
+    --------
+    >>> stage_one_weight(3.0, 0.16), stage_one_weight("all", 0.125), stage_one_weight("sample", 0.5)
+    (3.0, 8.0, None)
+    >>> stage_one_weight(3.0, 0.5)
+    2.0
+    """
+    if evidence == "sample":
+        return None
+    weight = 1.0 / train_rate
+    return weight if evidence == "all" else min(weight, float(evidence))
 
 
 @dataclass
@@ -206,11 +228,7 @@ def fit_dataset(
             reserve = RESERVE_COLUMNS
         sample = train.drop(columns=["file", "row"])
         sample.attrs.update(provenance)
-        # each sampled trip stands for 1 / train_rate trips of the second stage: with
-        # that weight the first stage has the evidence of all of them
-        weight = None
-        if not one_stage and model.stage_one_evidence == "all":
-            weight = 1.0 / spec.train_rate
+        weight = None if one_stage else stage_one_weight(model.stage_one_evidence, spec.train_rate)
         fitted = model._fit(
             sample,
             progress,
@@ -362,6 +380,8 @@ def _second_stage(model, total, fitted, train, provenance, spec, dataset) -> Non
         "subsample_size": model.subsample_size,
         "refit": model.refit,
         "stage_one_evidence": model.stage_one_evidence,
+        # the trips each sampled trip counted for in the first stage
+        "stage_one_weight": stage_one_weight(model.stage_one_evidence, spec.train_rate) or 1.0,
         "parts": len(dataset.parts),
         # the third pass sums the zone-pair offsets
         "passes": 2 if model.pair_offsets_ is None else 3,
