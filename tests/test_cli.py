@@ -487,14 +487,14 @@ def test_train_a_parquet_file_in_two_stages_with_either_evidence(tmp_path, evide
     assert "two stages: basis chosen on a sample of" in stdout and words[evidence] in stdout
     model = TravelTimeModel.load(out)
     assert model.pair_offsets_ is not None  # summed by a third pass
-    assert "parts read three times: the third for the zone-pair offsets" in stdout
+    assert "(1 part read three times: the third for the zone-pair offsets)" in stdout
     if evidence == "sample":  # without the offsets: two passes
         status, stdout, err = run(
             "train", str(trips), "--out", str(tmp_path / "plain"), *TRAIN_FAST,
             "--subsample-size", "500", "--no-pair-offsets",
         )  # fmt: skip
         assert status == 0, err
-        assert "parts read twice" in stdout and "zone-pair offsets:" not in stdout
+        assert "(1 part read twice)" in stdout and "zone-pair offsets:" not in stdout
         assert TravelTimeModel.load(tmp_path / "plain").pair_offsets_ is None
     expected = 1.5 if evidence == "1.5" else evidence
     assert model.stage_one_evidence == expected

@@ -95,10 +95,11 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         )
     two_stage = model.training_summary_.get("two_stage")
     if two_stage:
+        parts = two_stage["parts"]
         lines.append(
             f"two stages: basis chosen on a sample of {two_stage['sample_trips']:,} trips "
             f"with each sampled trip counted as {_weight(two_stage)}, "
-            f"refitted on all of them ({two_stage['parts']} parts read "
+            f"refitted on all of them ({parts:,} part{'s' if parts != 1 else ''} read "
             f"{_TIMES[two_stage.get('passes', 2)]})"
         )
     if metrics is not None:
