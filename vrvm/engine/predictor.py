@@ -91,13 +91,17 @@ class Predictor:
         exponential)."""
         return self.basis.design(X, linear, self.columns)
 
+    def _design_blocks(self, X, linear, chunk: int):
+        """``(rows, phi)`` for each block of ``chunk`` rows: the slice and its design."""
+        for start in range(0, X.shape[0], chunk):
+            sl = slice(start, start + chunk)
+            yield sl, self.design(X[sl], None if linear is None else linear[sl])
+
     def loc(self, X, linear, chunk=512) -> np.ndarray:
         """Predictive location mu^T phi(x) alone, on the scale of y (no quadratic form:
         a design block and a matrix-vector product per block)."""
         loc = np.empty(X.shape[0])
-        for start in range(0, X.shape[0], chunk):
-            sl = slice(start, start + chunk)
-            phi = self.design(X[sl], None if linear is None else linear[sl])
+        for sl, phi in self._design_blocks(X, linear, chunk):
             np.matmul(phi, self.mean, out=loc[sl])
         return loc * self.y_scale
 
@@ -111,9 +115,7 @@ class Predictor:
         """
         loc = np.empty(X.shape[0])
         quad = np.empty(X.shape[0])
-        for start in range(0, X.shape[0], chunk):
-            sl = slice(start, start + chunk)
-            phi = self.design(X[sl], None if linear is None else linear[sl])
+        for sl, phi in self._design_blocks(X, linear, chunk):
             np.matmul(phi, self.mean, out=loc[sl])
             z = times_lower_transposed(self.chol_inv, phi)  # phi L^-T, in place
             np.einsum("ij,ij->i", z, z, out=quad[sl])

@@ -279,7 +279,7 @@ def fit_dataset(
         fit_spread(
             model, fitted.X, fitted.y - loo, fitted.d, fitted.shard_of_row, seeds.noise_scale
         )
-    _second_stage(model, total, fitted, train, provenance, spec, dataset)
+    _second_stage(model, total, fitted, train, provenance, spec, dataset, weight)
     model.fit_time_s_ = time.perf_counter() - started
     report_all = combine_reports(total.reports) if total.reports else None
     return FitOutcome(report_all, n_trips, test, n_test)
@@ -367,8 +367,9 @@ def _pair_offsets(model, fitted, plan, rate, dataset, on_done, options) -> np.nd
     return model.pair_offsets_.leave_one_out(*ends, residual)
 
 
-def _second_stage(model, total, fitted, train, provenance, spec, dataset) -> None:
-    """Record what the second stage's members and the whole data set tell."""
+def _second_stage(model, total, fitted, train, provenance, spec, dataset, weight) -> None:
+    """Record what the second stage's members and the whole data set tell (``weight``:
+    the first stage's weight of a sampled trip, None for once)."""
     model._set_relevance_trips(fitted)
     model.shard_sizes_ = np.array([s.n for s in total.stats])
     model.n_relevance_ = np.array([m.n_relevance_ for m in model.members_])
@@ -381,7 +382,7 @@ def _second_stage(model, total, fitted, train, provenance, spec, dataset) -> Non
         "refit": model.refit,
         "stage_one_evidence": model.stage_one_evidence,
         # the trips each sampled trip counted for in the first stage
-        "stage_one_weight": stage_one_weight(model.stage_one_evidence, spec.train_rate) or 1.0,
+        "stage_one_weight": weight or 1.0,
         "parts": len(dataset.parts),
         # the third pass sums the zone-pair offsets
         "passes": 2 if model.pair_offsets_ is None else 3,
