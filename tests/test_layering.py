@@ -1,4 +1,4 @@
-"""The architecture holds: layers import downwards only, modules stay small and named.
+"""The architecture holds: layers import downwards only, every module names its concern.
 
 The layers (``docs/architecture.md``): ``vrvm.engine`` <- ``vrvm.trips`` <-
 ``vrvm.services`` <- ``vrvm.cli`` / ``app_ui`` / ``pages``. The test reads every module's
@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_LINES = 800
 UI_LIBRARIES = ("streamlit", "pydeck", "plotly")
 
 
@@ -148,10 +147,9 @@ def test_views_do_not_write_to_the_stores():
 
 
 @pytest.mark.parametrize("path", _modules("vrvm", "app_ui", "pages", "app.py", "tools"), ids=_rel)
-def test_each_module_is_small_and_names_its_concern(path):
+def test_each_module_names_its_concern(path):
+    # Modules are split by concept, never by size (docs/architecture.md): no line limit here.
     source = path.read_text(encoding="utf-8")
-    n_lines = source.count("\n")
-    assert n_lines <= MAX_LINES, f"{_rel(path)} has {n_lines} lines (at most {MAX_LINES})"
     docstring = ast.get_docstring(ast.parse(source))
     assert docstring and len(docstring.split("\n", 1)[0]) > 10, f"{_rel(path)}: no docstring"
 
