@@ -6,6 +6,10 @@ deployment's sign-in options (environment and ``.streamlit/secrets.toml``), what
 passphrase. That sign-in is kept server-side in the session as a :class:`_Signed`
 object, which no widget value sent by a browser can be.
 
+A wrong security setting locks the dashboard instead of opening it
+(:attr:`SignInOptions.problems`): every page says so at the top, naming the setting,
+nobody can sign in or change anything, and viewers still see every answer.
+
 State keys: ``access_signed`` (the passphrase sign-in of this session),
 ``access_form`` with ``access_name`` and ``access_passphrase`` (the sign-in form),
 ``access_refused`` (the last refusal, shown once), ``access_raw`` (an analyst's switch
@@ -15,6 +19,7 @@ to individual trips on real data).
 from __future__ import annotations
 
 import importlib.util
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -24,6 +29,8 @@ from vrvm.services import access as access_svc
 from vrvm.services.access import Access, SignInOptions
 from vrvm.services.models import data_home
 from vrvm.services.text import plain_markdown
+
+logger = logging.getLogger(__name__)
 
 SIGNED = "access_signed"
 REFUSED = "access_refused"
@@ -37,16 +44,30 @@ class _Signed:
     name: str
 
 
-def _oidc_configured() -> bool:
-    """Whether ``.streamlit/secrets.toml`` configures Streamlit's OpenID Connect sign-in."""
-    if not st.secrets.load_if_toml_exists():
-        return False
+_AUTH_NEEDS = ("redirect_uri", "cookie_secret")
+
+
+def _oidc_settings() -> tuple[bool, tuple[str, ...]]:
+    """Whether ``.streamlit/secrets.toml`` configures OpenID Connect, and what is wrong.
+
+    An ``[auth]`` section without a non-blank ``redirect_uri`` and ``cookie_secret`` is
+    a problem, not "no sign-in": it must not leave the dashboard open to everyone.
+    """
+    if not st.secrets.load_if_toml_exists() or "auth" not in st.secrets:
+        return False, ()
     section = st.secrets.get("auth")
-    return (
-        isinstance(section, Mapping)
-        and bool(section.get("redirect_uri"))
-        and bool(section.get("cookie_secret"))
-    )
+    if not isinstance(section, Mapping):
+        return False, ("`[auth]` in .streamlit/secrets.toml is not a section",)
+    missing = [name for name in _AUTH_NEEDS if not str(section.get(name) or "").strip()]
+    if missing:
+        return False, (
+            f"`[auth]` in .streamlit/secrets.toml has no {' and no '.join(missing)}: "
+            "expected both for OpenID Connect (or remove the section)",
+        )
+    return True, ()
+
+
+_LOGGED: set[tuple[str, ...]] = set()
 
 
 def settings_error(exc: ValueError) -> None:
@@ -60,12 +81,33 @@ def settings_error(exc: ValueError) -> None:
 
 
 def options() -> SignInOptions:
-    """This deployment's sign-in options; a wrong setting stops the page with its name."""
-    try:
-        return SignInOptions.from_environment(oidc=_oidc_configured())
-    except ValueError as exc:
-        settings_error(exc)
-        raise  # unreachable: st.stop() ends the run
+    """This deployment's sign-in options, locked when a security setting is wrong.
+
+    The problems are logged once per process (the server's start-up message).
+    """
+    oidc, problems = _oidc_settings()
+    sign_in = SignInOptions.from_environment(oidc=oidc, problems=problems)
+    if sign_in.locked and sign_in.problems not in _LOGGED:
+        _LOGGED.add(sign_in.problems)
+        logger.error(
+            "the dashboard is locked (nobody can sign in or change anything): %s",
+            "; ".join(sign_in.problems),
+        )
+    return sign_in
+
+
+def locked_error(sign_in: SignInOptions) -> None:
+    """At the top of every page: the dashboard is locked, and which settings are wrong."""
+    if not sign_in.locked:
+        return
+    problems = "\n".join(f"- {plain_markdown(problem)}" for problem in sign_in.problems)
+    st.error(
+        "**The access settings are wrong, so the dashboard is locked:** nobody can sign "
+        "in as an analyst or change anything; every answer can still be read. Fix the "
+        "settings, then restart the dashboard:\n\n"
+        f"{problems}\n\nSee docs/security.md.",
+        icon=":material/lock:",
+    )
 
 
 def current(sign_in: SignInOptions | None = None) -> Access:
@@ -87,11 +129,15 @@ def _sign_out(access: Access) -> None:
 
 
 def sidebar_status(access: Access, sign_in: SignInOptions) -> None:
-    """Who is signed in, and the way to sign out (in the sidebar of every page)."""
+    """Who is signed in, and the way to sign out (in the sidebar of every page); when a
+    setting is wrong, :func:`locked_error` above the page."""
     if not sign_in.configured:
         return
+    locked_error(sign_in)
     with st.sidebar:
-        if access.is_analyst:
+        if sign_in.locked:
+            st.caption(":material/lock: Viewer: the dashboard is locked (see above).")
+        elif access.is_analyst:
             st.caption(
                 f":material/verified_user: Analyst: **{plain_markdown(access.who)}** "
                 f"({'organisation account' if access.how == 'oidc' else 'passphrase'})"
@@ -135,6 +181,8 @@ def sign_in_panel(access: Access, sign_in: SignInOptions) -> None:
         "vectors pages.",
         icon=":material/lock:",
     )
+    if sign_in.locked:
+        return  # the error above the page says why nobody can sign in
     if access.note:
         st.warning(plain_markdown(access.note) + ".", icon=":material/person_off:")
     refused = st.session_state.pop(REFUSED, None)

@@ -232,8 +232,71 @@ def test_without_sign_in_the_retrain_page_says_anyone_can_change_the_model(vrvm_
     assert metrics(at)["Trips in the store"] == "2,000"
 
 
-def test_a_bad_sign_in_setting_stops_every_page(vrvm_home, monkeypatch):
-    monkeypatch.setenv("VRVM_ANALYST_PASSPHRASE_HASH", "md5$abc")
+def _locked(at: AppTest, named: str) -> bool:
+    """Whether the page says the dashboard is locked, naming the setting."""
+    shown = [e.value.replace("\\", "") for e in at.error]  # without Markdown's escapes
+    return any("dashboard is locked" in text and named in text for text in shown)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("VRVM_ANALYST_PASSPHRASE", ""),
+        ("VRVM_ANALYST_PASSPHRASE", "   "),
+        ("VRVM_ANALYST_PASSPHRASE_HASH", ""),
+        ("VRVM_ANALYST_PASSPHRASE_HASH", "md5$abc"),
+    ],
+)
+def test_a_blank_or_malformed_passphrase_makes_nobody_an_analyst(
+    vrvm_home, monkeypatch, name, value
+):
+    """Issue 32: a blank passphrase made every visitor an analyst (`anyone/open`). Now
+    every page is locked and says why; answers can still be read; no sign-in is
+    offered; a viewer's forged "add demo trips" press changes nothing."""
+    monkeypatch.setenv(name, value)
     at = open_page("app.py")
-    assert any("access settings are wrong" in e.value for e in at.error)
-    assert not at.get("deck_gl_json_chart")
+    assert _locked(at, f"${name}")
+    assert at.get("deck_gl_json_chart")  # the Predict page still answers
+    for page in ("app.py", RELEVANCE, PLAN, RETRAIN):
+        open_page(page, at)
+        assert _locked(at, f"${name}"), page
+        assert not analyst_keys(at), (page, analyst_keys(at))
+    assert not any("No sign-in is configured" in w.value for w in at.warning)
+    assert "access_form" not in {f.proto.form_id for f in at.get("text_input")}
+    assert "access_oidc" not in widget_keys(at)
+    # the analyst's button, pressed by the browser anyway (its id from an open demo)
+    monkeypatch.delenv(name)
+    demo = open_page(RETRAIN)
+    button = next(b for b in demo.button if b.key == "retrain_demo")
+    monkeypatch.setenv(name, value)
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=button.proto.id, trigger_value=True))
+    at._run(states)
+    no_exception(at)
+    assert len(trip_store(vrvm_home)) == 0
+    assert [e["who"] for e in audit_log(vrvm_home).entries()] == ["vrvm"]  # the first start
+
+
+def test_a_wrong_setting_locks_even_with_openid_connect_configured(vrvm_home, monkeypatch):
+    """A blank analyst list must not mean "every signed-in user"; an [auth] section
+    without its cookie secret must not mean "no sign-in"."""
+    monkeypatch.setenv("VRVM_ANALYSTS", " ")
+    ana = {"is_logged_in": True, "email": "ana@city.gov", "email_verified": True}
+    at = _oidc_retrain(ana)
+    assert _locked(at, "$VRVM_ANALYSTS") and not analyst_keys(at)
+    monkeypatch.delenv("VRVM_ANALYSTS")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.secrets["auth"] = {**OIDC, "cookie_secret": " "}
+    at.run()
+    open_page(RETRAIN, at)
+    assert _locked(at, "cookie_secret") and not analyst_keys(at)
+    assert not any("No sign-in is configured" in w.value for w in at.warning)
+
+
+def test_a_wrong_privacy_setting_locks_the_dashboard_too(vrvm_home, monkeypatch):
+    monkeypatch.setenv("VRVM_PRIVATE_MODE", "")
+    at = open_page(RELEVANCE)
+    assert _locked(at, "$VRVM_PRIVATE_MODE") and not analyst_keys(at)
+    # on the synthetic demo, private mode now applies: zone arcs, no trip rows
+    assert any("relevance-zone-arcs" in d.proto.json for d in at.get("deck_gl_json_chart"))
+    assert not any("start_time" in f.value.columns for f in at.dataframe)

@@ -18,6 +18,8 @@ analyst's raw view finds both, so it can fail.
 
 from __future__ import annotations
 
+import io
+import json
 import re
 from collections import Counter
 
@@ -34,6 +36,8 @@ from tests.app.test_access_pages import PASSPHRASE, PLAN, _nodes, open_page, sig
 from tests.app.test_pages import APP, RELEVANCE, RETRAIN, no_exception
 from vrvm import TravelTimeModel
 from vrvm.services.area import build_service_area
+from vrvm.services.privacy import OTHER_PAIRS
+from vrvm.services.relevance import relevance_table
 from vrvm.trips.home import load_training_trips, model_store, training_trip_table
 
 _NUMBER = re.compile(r"-?\d+\.\d+")
@@ -147,6 +151,7 @@ def test_a_viewer_receives_no_training_trip_on_any_page(chicago_home, monkeypatc
     assert_no_trip(finder, at, downloads, "Relevance vectors")
     table = next(f.value for f in at.dataframe if "origin zone" in f.value.columns)
     assert not {"origin_lat", "start_time"} & set(table.columns)
+    assert table["trips"].min() >= 5  # issue 32: it had one row per relevance vector
 
     for section in ("arrive", "fleet", "isochrone", "matrix"):
         downloads.clear()
@@ -169,3 +174,51 @@ def test_a_viewer_receives_no_training_trip_on_any_page(chicago_home, monkeypatc
     data = page_data(at, downloads)
     assert sum(finder.coordinates_in(text) for _, text in data) > 0
     assert set().union(*(finder.times_in(text) for _, text in data))
+
+
+def _deck_arcs(at: AppTest) -> list[dict]:
+    for chart in at.get("deck_gl_json_chart"):
+        for layer in json.loads(chart.proto.json)["layers"]:
+            if layer["id"] == "relevance-zone-arcs":
+                return layer["data"]
+    raise AssertionError("no relevance-zone-arcs layer")
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_a_viewer_sees_relevance_vectors_only_in_zone_pairs_of_k_trips(
+    chicago_home, monkeypatch, downloads, k
+):
+    """Issue 32: the viewer's relevance table and CSV had one row per relevance vector
+    (every zone pair with fewer than 5). Now the table, its CSV and the arcs hold only
+    groups of at least k distinct trips, and the filters that could be subtracted are
+    not drawn; an analyst's raw view still has every vector."""
+    monkeypatch.setenv("VRVM_ANALYST_PASSPHRASE", PASSPHRASE)
+    monkeypatch.setenv("VRVM_PRIVATE_MIN_TRIPS", str(k))
+    model = TravelTimeModel.load(model_store(chicago_home).active_path())
+    vectors = relevance_table(model)
+    at = open_page(RELEVANCE)
+    table = next(f.value for f in at.dataframe if "origin zone" in f.value.columns)
+    assert len(table) and table["trips"].min() >= k
+    assert table["trips"].sum() <= len(vectors)
+    csv = next(d for d in downloads if d.startswith(b"origin zone"))
+    shown = pd.read_csv(io.BytesIO(csv))
+    assert shown["trips"].min() >= k and len(shown) == len(table)
+    assert not {"member", "hour", "day", "start_time", "origin_lat"} & set(shown.columns)
+    arcs = _deck_arcs(at)
+    assert all(arc["n"] >= k for arc in arcs)
+    assert (
+        sum(arc["n"] for arc in arcs)
+        + (table["trips"].iloc[-1] if table["origin zone"].iloc[-1] == OTHER_PAIRS else 0)
+        == table["trips"].sum()
+    )
+    assert not {"relevance_members", "relevance_hours"} & {
+        n.key for n in _nodes(at._tree) if getattr(n, "key", None)
+    }
+    if k == 2:
+        assert arcs  # pairs of two trips exist on this model: the arcs can be drawn
+    # the analyst's raw view has one row per relevance vector (the check can fail)
+    sign_in(open_page(RETRAIN, at))
+    open_page(RELEVANCE, at)
+    at.sidebar.toggle(key="access_raw").set_value(True).run()
+    raw = next(f.value for f in at.dataframe if "start_time" in f.value.columns)
+    assert len(raw) == len(vectors)

@@ -67,15 +67,64 @@ def test_a_hashed_passphrase_verifies_in_constant_time_and_rejects_the_rest():
 def test_sign_in_options_come_from_the_environment():
     stored = hash_passphrase("s3cret passphrase", n=2**10)
     options = SignInOptions.from_environment({"VRVM_ANALYST_PASSPHRASE_HASH": stored})
-    assert options.configured and options.passphrase.kind == "hash"
+    assert options.configured and options.passphrase.kind == "hash" and not options.locked
     assert not SignInOptions.from_environment({}).configured
     assert SignInOptions.from_environment({}, oidc=True).configured
-    with pytest.raises(ValueError, match="not both"):
-        SignInOptions.from_environment(
-            {"VRVM_ANALYST_PASSPHRASE": "a", "VRVM_ANALYST_PASSPHRASE_HASH": stored}
-        )
-    with pytest.raises(ValueError, match="VRVM_ANALYSTS"):
-        SignInOptions.from_environment({"VRVM_ANALYSTS": "ana"}, oidc=True)
+    both = {"VRVM_ANALYST_PASSPHRASE": "a", "VRVM_ANALYST_PASSPHRASE_HASH": stored}
+    assert "not both" in SignInOptions.from_environment(both).problems[0]
+    listed = SignInOptions.from_environment({"VRVM_ANALYSTS": "ana"}, oidc=True)
+    assert "VRVM_ANALYSTS" in listed.problems[0] and not listed.oidc
+
+
+STORED = hash_passphrase("s3cret passphrase", n=2**10)
+
+
+@pytest.mark.parametrize(
+    ("environ", "named", "expected"),
+    [
+        ({"VRVM_ANALYST_PASSPHRASE": ""}, "VRVM_ANALYST_PASSPHRASE", "set but blank"),
+        ({"VRVM_ANALYST_PASSPHRASE": " \t"}, "VRVM_ANALYST_PASSPHRASE", "set but blank"),
+        ({"VRVM_ANALYST_PASSPHRASE_HASH": ""}, "VRVM_ANALYST_PASSPHRASE_HASH", "blank"),
+        ({"VRVM_ANALYST_PASSPHRASE_HASH": "md5$1"}, "VRVM_ANALYST_PASSPHRASE_HASH", "scrypt$"),
+        (
+            {"VRVM_ANALYST_PASSPHRASE": "", "VRVM_ANALYST_PASSPHRASE_HASH": STORED},
+            "VRVM_ANALYST_PASSPHRASE",
+            "set but blank",
+        ),
+        ({"VRVM_ANALYSTS": " "}, "VRVM_ANALYSTS", "set but blank"),
+        ({"VRVM_ANALYSTS": ", ,"}, "VRVM_ANALYSTS", "lists nobody"),
+        ({"VRVM_ANALYSTS": "ana"}, "VRVM_ANALYSTS", "neither an e-mail"),
+        ({"VRVM_PRIVATE_MODE": ""}, "VRVM_PRIVATE_MODE", "set but blank"),
+        ({"VRVM_PRIVATE_MODE": "no"}, "VRVM_PRIVATE_MODE", "one of real, always, off"),
+        ({"VRVM_PRIVATE_MIN_TRIPS": ""}, "VRVM_PRIVATE_MIN_TRIPS", "set but blank"),
+        ({"VRVM_PRIVATE_MIN_TRIPS": "1"}, "VRVM_PRIVATE_MIN_TRIPS", ">= 2"),
+        ({"VRVM_PRIVATE_MIN_TRIPS": "5x"}, "VRVM_PRIVATE_MIN_TRIPS", "an integer"),
+    ],
+)
+def test_a_blank_or_malformed_setting_locks_the_dashboard(environ, named, expected):
+    """Set but blank or malformed never means "no sign-in": nobody is an analyst, nobody
+    can sign in, and the problem names the variable and what was expected."""
+    sets_passphrase = any(name.startswith("VRVM_ANALYST_PASSPHRASE") for name in environ)
+    good = {} if sets_passphrase else {"VRVM_ANALYST_PASSPHRASE": "a good passphrase"}
+    for oidc in (False, True):  # with otherwise good sign-in options, none of them counts
+        options = SignInOptions.from_environment(good | environ, oidc=oidc)
+        assert options.locked and options.configured
+        assert options.passphrase is None and not options.oidc
+        (problem,) = options.problems
+        assert f"${named}" in problem and expected in problem
+        for user in (None, {"is_logged_in": True, "email": "ana@city.gov"}):
+            found = decide_access(options, user=user, passphrase_name="Ana")
+            assert found.role is VIEWER and found.how == "none"
+        with pytest.raises(AccessDenied):
+            sign_in_with_passphrase("/nonexistent", options, "Ana", "a good passphrase")
+
+
+def test_unset_settings_keep_their_documented_meaning():
+    assert access.dashboard_setting_problems({}) == []
+    assert decide_access(SignInOptions.from_environment({})).how == "open"  # a demo
+    secrets = ("`[auth]` has no cookie_secret",)
+    locked = SignInOptions.from_environment({}, oidc=False, problems=secrets)
+    assert locked.problems == secrets and decide_access(locked).role is VIEWER
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,9 @@
   ``/readyz`` requires ``Authorization: Bearer <token>``; the token is compared in
   constant time (:func:`hmac.compare_digest`) and a wrong or missing one is answered
   401 without saying which. Unset, the API is open (bound to 127.0.0.1 by default).
+  Set but blank or malformed, it is an error (:func:`vrvm.trips.settings.api_token`):
+  ``vrvm serve`` refuses to start, naming it, and :class:`TokenCheck` refuses a blank
+  token, so a blank token never means an open API.
 * **Body size.** Bodies longer than the limit are refused with 413 before they are
   read: by their ``Content-Length``, or, when streamed without one, as soon as the
   bytes received pass it.
@@ -30,9 +33,19 @@ access_logger = logging.getLogger("vrvm.api.access")
 
 
 class TokenCheck:
-    """A FastAPI dependency: the request carries the bearer token (when one is set)."""
+    """A FastAPI dependency: the request carries the bearer token (when one is set).
+
+    Examples
+    --------
+    >>> TokenCheck("  ")
+    Traceback (most recent call last):
+    ...
+    ValueError: the API token is blank: give a token, or None for an open API
+    """
 
     def __init__(self, token: str | None) -> None:
+        if token is not None and not token.strip():  # "" would match a missing header
+            raise ValueError("the API token is blank: give a token, or None for an open API")
         self.token = token
         self.scheme = HTTPBearer(auto_error=False, description="The token in " + TOKEN_ENV)
 

@@ -16,7 +16,7 @@ from typing import IO
 
 from vrvm.services.access import cli_access, hash_passphrase, home_of, record
 from vrvm.services.model_export import export_model, snapped_copy
-from vrvm.trips.home import MODELS_DIR, audit_log
+from vrvm.trips.home import MODELS_DIR, audit_log, heal_home, model_store
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_store import VERSIONS_DIR
 from vrvm.trips.settings import PASSPHRASE_HASH_ENV
@@ -97,7 +97,10 @@ def _cmd_export(args, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 def _cmd_audit(args, stdout: IO[str], stderr: IO[str]) -> int:
-    home = _home(Path(args.home)) or Path(args.home)
+    found = _home(Path(args.home))
+    home = found or Path(args.home)
+    if found is not None:  # a crash's missing entries are written first (not read-only)
+        heal_home(found)
     log = audit_log(home)
     entries = log.entries(last=args.last)
     if args.json:
@@ -127,7 +130,10 @@ def _cmd_audit(args, stdout: IO[str], stderr: IO[str]) -> int:
             "was changed, inserted or removed there\n"
         )
         return 1
-    return 0
+    missing = [] if found is None else model_store(found).unaudited_versions()
+    for version in missing:
+        stderr.write(f"vrvm: warning: version {version} has no publish entry in {log.path}\n")
+    return 1 if missing else 0
 
 
 def _read_passphrase(stdin: IO[str], stderr: IO[str]) -> str:
@@ -195,7 +201,9 @@ def add_parsers(commands, common: argparse.ArgumentParser, reading: argparse.Arg
         help="print a data home's audit log: who changed what, and when",
         description="Print the audit log of a data home (audit.jsonl): uploads, training, "
         "publishing, activating, deleting, exports and sign-ins, oldest first, and check "
-        "its chain of entries (exit 1 when an entry was changed, inserted or removed).",
+        "its chain of entries (exit 1 when an entry was changed, inserted or removed, or "
+        "when a model version has no publish entry: each is named). Opening the home "
+        "first writes the entries a crashed writer left in the store's journal.",
     )
     audit.add_argument("home", metavar="HOME", help="data home (or its model store)")
     audit.add_argument("--last", type=int, default=None, metavar="N", help="the last N only")

@@ -17,6 +17,12 @@ How analysts sign in is chosen by the deployment (:class:`SignInOptions`):
   process-wide (:class:`SignInThrottle`), so reloading the page does not reset it.
 * **Neither** (a laptop demo): everyone is an analyst (``how="open"``), as before.
 
+A wrong security setting (set but blank, malformed, or both passphrase variables; an
+``[auth]`` section without what Streamlit needs) never falls back to "neither": the
+options are *locked* (:attr:`SignInOptions.problems`), nobody is an analyst and nobody
+can sign in, so nothing can be changed from the dashboard until the setting is fixed;
+viewers still see every answer.
+
 Everything that changes a data home records who did it in the home's audit log
 (:func:`record`; :class:`~vrvm.trips.audit.AuditLog`), and the services that change a
 store refuse a viewer (:meth:`Access.require`).
@@ -45,6 +51,8 @@ from vrvm.trips.settings import (
     PASSPHRASE_HASH_ENV,
     analyst_emails,
     analyst_passphrase,
+    private_min_trips,
+    private_mode,
 )
 
 __all__ = [
@@ -59,6 +67,7 @@ __all__ = [
     "SignInThrottle",
     "audit_entries",
     "cli_access",
+    "dashboard_setting_problems",
     "decide_access",
     "hash_passphrase",
     "home_of",
@@ -86,11 +95,14 @@ VIEWER, ANALYST = Role.VIEWER, Role.ANALYST
 PERMISSIONS: dict[str, tuple[Role, str]] = {
     "predict": (VIEWER, "Predict page: a trip's travel-time distribution, reach maps"),
     "plan": (VIEWER, "Plan page: arrive by, fleet coverage, isochrones, OD matrices"),
-    "relevance": (VIEWER, "Relevance vectors page in private mode (zone centres, no times)"),
+    "relevance": (
+        VIEWER,
+        "Relevance vectors page in private mode (zone pairs of at least k trips, no times)",
+    ),
     "download_aggregates": (
         VIEWER,
         "Downloads of aggregates: reach maps, isochrones, matrices, the relevance table "
-        "without coordinates",
+        "per zone pair of at least k trips",
     ),
     "raw_trips": (
         ANALYST,
@@ -384,6 +396,46 @@ def sign_in_throttle() -> SignInThrottle:
 # --------------------------------------------------------------------------- deciding
 
 
+def dashboard_setting_problems(environ: Mapping[str, str] | None = None) -> list[str]:
+    """What is wrong with the dashboard's security settings, one sentence each.
+
+    Every setting that decides who may do what or what viewers see is read:
+    ``VRVM_ANALYST_PASSPHRASE`` or its hash (set but blank, both set, a malformed
+    hash), ``VRVM_ANALYSTS``, ``VRVM_PRIVATE_MODE`` and ``VRVM_PRIVATE_MIN_TRIPS``;
+    each sentence names the variable and what was expected. Empty when all are right.
+
+    Examples
+    --------
+    >>> dashboard_setting_problems({})
+    []
+    >>> for problem in dashboard_setting_problems(
+    ...     {"VRVM_ANALYST_PASSPHRASE": " ", "VRVM_PRIVATE_MODE": "on"}
+    ... ):
+    ...     print(problem)
+    $VRVM_ANALYST_PASSPHRASE is set but blank: expected a passphrase (or unset it)
+    $VRVM_PRIVATE_MODE must be one of real, always, off; got 'on'
+    """
+    environ = os.environ if environ is None else environ
+
+    def passphrase() -> None:
+        found = analyst_passphrase(environ)
+        if found is not None:
+            PassphraseCheck(*found)  # a malformed hash is found here, not at sign-in
+
+    problems = []
+    for read in (
+        passphrase,
+        lambda: analyst_emails(environ),
+        lambda: private_mode(environ),
+        lambda: private_min_trips(environ),
+    ):
+        try:
+            read()
+        except ValueError as exc:
+            problems.append(str(exc))
+    return problems
+
+
 @dataclass(frozen=True)
 class SignInOptions:
     """How analysts sign in to this deployment.
@@ -398,29 +450,54 @@ class SignInOptions:
     analysts : tuple of str
         E-mail addresses and ``@domains`` of analysts among the OIDC users; empty:
         every user the identity provider signs in.
+    problems : tuple of str
+        What is wrong with the security settings (each naming the setting). When any
+        is, the options are locked: nobody is an analyst and nobody can sign in.
+
+    Examples
+    --------
+    >>> locked = SignInOptions.from_environment({"VRVM_ANALYST_PASSPHRASE": ""})
+    >>> locked.locked, locked.configured, locked.passphrase is None
+    (True, True, True)
+    >>> decide_access(locked).role.value
+    'viewer'
     """
 
     passphrase: PassphraseCheck | None = None
     oidc: bool = False
     analysts: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def locked(self) -> bool:
+        """Whether a wrong setting locks the dashboard (no analyst, no sign-in)."""
+        return bool(self.problems)
 
     @property
     def configured(self) -> bool:
-        """Whether any sign-in is configured; if not, everyone is an analyst (a demo)."""
-        return self.passphrase is not None or self.oidc
+        """Whether any sign-in is configured; if not, everyone is an analyst (a demo).
+
+        Locked options count as configured: a wrong setting never opens the dashboard.
+        """
+        return self.passphrase is not None or self.oidc or self.locked
 
     @classmethod
     def from_environment(
-        cls, environ: Mapping[str, str] | None = None, *, oidc: bool = False
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        oidc: bool = False,
+        problems: tuple[str, ...] = (),
     ) -> SignInOptions:
         """The options of ``environ`` (default ``os.environ``); ``oidc`` from the secrets.
 
-        Raises
-        ------
-        ValueError
-            Naming the variable, for both passphrase variables set, a malformed hash or
-            a malformed analyst list.
+        Never raises for a wrong setting: the options come back locked, with
+        :func:`dashboard_setting_problems` and the caller's own ``problems`` (those of
+        the secrets file) in :attr:`problems`, and without any way to sign in.
         """
+        problems = (*problems, *dashboard_setting_problems(environ))
+        if problems:
+            return cls(problems=tuple(problems))
         found = analyst_passphrase(environ)
         check = None if found is None else PassphraseCheck(*found)
         return cls(passphrase=check, oidc=bool(oidc), analysts=analyst_emails(environ))
@@ -479,9 +556,10 @@ def decide_access(
     Returns
     -------
     Access
-        Analyst for everyone without sign-in options (``how="open"``); else analyst
-        when signed in through OIDC and listed (or no list is set) or with the
-        passphrase (when one is configured); viewer otherwise.
+        Viewer for everyone when the options are locked (a wrong setting); analyst for
+        everyone without sign-in options (``how="open"``); else analyst when signed in
+        through OIDC and listed (or no list is set) or with the passphrase (when one is
+        configured); viewer otherwise.
 
     Examples
     --------
@@ -495,6 +573,8 @@ def decide_access(
     >>> decide_access(options, user={"is_logged_in": False}).role.value
     'viewer'
     """
+    if options.locked:
+        return Access(VIEWER, who="", how="none", note="the access settings are wrong")
     if not options.configured:
         return Access(ANALYST, who="anyone", how="open")
     note = ""

@@ -8,10 +8,16 @@ with too few trips). On real data a viewer therefore sees trips only in aggregat
 * observed trips between two zones as counts and quartiles per time of day, and only
   where at least k trips (``VRVM_PRIVATE_MIN_TRIPS``, default 5) stand behind a figure
   (:func:`observed_summary`), never as dots;
-* relevance vectors (each one a training trip) between the centres of the zones their
-  ends lie in, counted per zone pair (:func:`relevance_arcs`), and a relevance table
-  with zones, weekday or weekend and the hour instead of coordinates and start times,
-  travel times to the minute (:func:`private_relevance_table`).
+* relevance vectors (each one a training trip) only per pair of zones their ends lie
+  in, and only pairs of at least k trips (:func:`relevance_groups`): arcs between the
+  zones' centres (:func:`relevance_arcs`) and a table of the pairs, with the trips of
+  the smaller pairs together in one last row when they are k or more
+  (:func:`private_relevance_table`); never a coordinate, a start time or a single
+  trip's row.
+
+A wrong privacy setting (``VRVM_PRIVATE_MODE``, ``VRVM_PRIVATE_MIN_TRIPS``) fails
+closed: private mode on every model, with k the default when its own setting is the
+wrong one, and no switch to the raw views (:attr:`PrivacyView.problem`).
 
 Analysts may switch to the raw views (:data:`vrvm.services.access.PERMISSIONS`,
 ``raw_trips``). ``docs/security.md`` says what this protects and what it does not.
@@ -29,7 +35,7 @@ import pandas as pd
 
 from vrvm.services.access import Access
 from vrvm.services.area import ServiceArea
-from vrvm.trips.settings import private_min_trips, private_mode
+from vrvm.trips.settings import DEFAULT_PRIVATE_MIN_TRIPS, private_min_trips, private_mode
 
 __all__ = [
     "OBSERVED_BIN_HOURS",
@@ -38,6 +44,7 @@ __all__ = [
     "privacy_view",
     "private_relevance_table",
     "relevance_arcs",
+    "relevance_groups",
 ]
 
 OBSERVED_BIN_HOURS = 3
@@ -59,11 +66,15 @@ class PrivacyView:
     can_switch : bool
         Whether this user may switch to the raw views (an analyst, on data where private
         mode applies).
+    problem : str
+        What is wrong with the privacy settings, when something is (then private mode
+        applies to every model and nobody may switch); else ``""``.
     """
 
     private: bool
     min_trips: int
     can_switch: bool = False
+    problem: str = ""
 
     def sentence(self) -> str:
         """What private mode means, for a caption."""
@@ -71,8 +82,8 @@ class PrivacyView:
             return ""
         return (
             f"Private mode: training trips are shown only in aggregate (zone pairs with at "
-            f"least {self.min_trips} trips, relevance vectors at zone centres, no exact "
-            "coordinates or start times)."
+            f"least {self.min_trips} trips, at zone centres, no exact coordinates or start "
+            "times)."
         )
 
 
@@ -98,9 +109,25 @@ def privacy_view(
     False
     >>> privacy_view(synthetic=True, access=viewer, environ={"VRVM_PRIVATE_MODE": "always"}).private
     True
+
+    A wrong setting fails closed, for analysts too:
+
+    >>> wrong = privacy_view(synthetic=True, access=analyst, raw=True,
+    ...                      environ={"VRVM_PRIVATE_MODE": "", "VRVM_PRIVATE_MIN_TRIPS": "8"})
+    >>> wrong.private, wrong.can_switch, wrong.min_trips
+    (True, False, 8)
+    >>> wrong.problem
+    '$VRVM_PRIVATE_MODE is set but blank: expected one of real, always, off (or unset it)'
     """
     environ = os.environ if environ is None else environ
-    mode, k = private_mode(environ), private_min_trips(environ)
+    try:
+        k = private_min_trips(environ)
+    except ValueError as exc:
+        return PrivacyView(private=True, min_trips=DEFAULT_PRIVATE_MIN_TRIPS, problem=str(exc))
+    try:
+        mode = private_mode(environ)
+    except ValueError as exc:
+        return PrivacyView(private=True, min_trips=k, problem=str(exc))
     applies = mode == "always" or (mode == "real" and not synthetic)
     if not applies:
         return PrivacyView(private=False, min_trips=k)
@@ -190,45 +217,31 @@ def _zone_ends(area: ServiceArea, lat, lon) -> tuple[np.ndarray, np.ndarray, lis
     return out_lat, out_lon, list(labels)
 
 
-def private_relevance_table(table: pd.DataFrame, area: ServiceArea) -> pd.DataFrame:
-    """The relevance table without coordinates or start times.
+_GROUP_KEYS = ["origin_lat", "origin_lon", "dest_lat", "dest_lon", "origin", "destination"]
+_GROUP_COLUMNS = [*_GROUP_KEYS, "n", "weight", "width", "hours", "q25", "median", "q75"]
+_GROUP_DTYPES = dict.fromkeys(["origin_lat", "origin_lon", "dest_lat", "dest_lon"], float)
+_GROUP_DTYPES |= dict.fromkeys(["weight", "width"], float) | dict.fromkeys(
+    ["n", "q25", "median", "q75"], int
+)
+_TRIP_KEYS = ["origin_lat", "origin_lon", "dest_lat", "dest_lon", "start_time", "travel_time_s"]
 
-    ``table`` is :func:`vrvm.services.relevance.relevance_table`'s; each trip is given
-    by the labels of the zones its ends lie in, ``day`` (weekday or weekend) and its
-    start ``hour``, its travel time in whole minutes, and the model's numbers (member,
-    weight, kernel width).
+
+def _hour_bands(q25, q75) -> list[str]:
+    """The middle half of start hours, as text (``07-10 h``), from their quartiles."""
+    lo = np.floor(np.asarray(q25, dtype=float)).astype(int)
+    hi = np.ceil(np.asarray(q75, dtype=float)).astype(int)
+    return [
+        f"{a:02d} h" if a == b else f"{a:02d}-{b:02d} h"
+        for a, b in zip(lo.tolist(), hi.tolist(), strict=True)
+    ]
+
+
+def _with_zones(table: pd.DataFrame, area: ServiceArea) -> pd.DataFrame:
+    """The table's rows with their zones' centres and labels, and a ``trip`` id.
+
+    A trip that is a relevance vector of two members has one ``trip`` id, so it counts
+    once towards k.
     """
-    _, _, origins = _zone_ends(area, table["origin_lat"], table["origin_lon"])
-    _, _, dests = _zone_ends(area, table["dest_lat"], table["dest_lon"])
-    weekend = pd.to_datetime(table["start_time"]).dt.dayofweek.to_numpy() >= 5
-    return pd.DataFrame(
-        {
-            "member": table["member"].to_numpy(),
-            "origin zone": origins,
-            "destination zone": dests,
-            "day": np.where(weekend, "weekend", "weekday"),
-            "hour": table["hour"].to_numpy(),
-            "travel (min)": np.round(table["travel_time_s"].to_numpy(float) / 60.0).astype(int),
-            "weight": table["weight"].to_numpy(float),
-            "width": table["width"].to_numpy(float),
-            "n_widths": table["n_widths"].to_numpy(),
-        }
-    )
-
-
-def relevance_arcs(table: pd.DataFrame, area: ServiceArea) -> pd.DataFrame:
-    """Relevance vectors counted per pair of zones, drawn between the zones' centres.
-
-    Returns one row per (origin zone, destination zone): ``origin_lat``, ``origin_lon``,
-    ``dest_lat``, ``dest_lon`` (the zones' centres), ``origin``, ``destination`` (their
-    labels), ``n`` (relevance vectors), ``weight`` (their summed |weight|), ``width``
-    (the kernel width of the strongest of them) and ``hours`` (the range of their start
-    hours, as text), most weight first.
-    """
-    columns = ["origin_lat", "origin_lon", "dest_lat", "dest_lon", "origin", "destination"]
-    columns += ["n", "weight", "width", "hours"]
-    if len(table) == 0:
-        return pd.DataFrame(columns=columns)
     o_lat, o_lon, origins = _zone_ends(area, table["origin_lat"], table["origin_lon"])
     d_lat, d_lon, dests = _zone_ends(area, table["dest_lat"], table["dest_lon"])
     ends = pd.DataFrame(
@@ -239,22 +252,126 @@ def relevance_arcs(table: pd.DataFrame, area: ServiceArea) -> pd.DataFrame:
             "dest_lon": d_lon,
             "origin": origins,
             "destination": dests,
+            "trip": table.groupby(_TRIP_KEYS, sort=False, dropna=False).ngroup().to_numpy(),
+            "hour": table["hour"].to_numpy(float),
+            "minutes": table["travel_time_s"].to_numpy(float) / 60.0,
             "weight": table["weight"].to_numpy(float),
             "width": table["width"].to_numpy(float),
-            "hour": table["hour"].to_numpy(int),
-        }
+        },
+        index=table.index,
     )
-    keys = ["origin_lat", "origin_lon", "dest_lat", "dest_lon", "origin", "destination"]
-    strongest = ends.loc[ends.groupby(keys, sort=False)["weight"].idxmax(), [*keys, "width"]]
-    grouped = (
-        ends.groupby(keys, sort=False)
-        .agg(n=("weight", "size"), weight=("weight", "sum"), lo=("hour", "min"), hi=("hour", "max"))
-        .reset_index()
-        .merge(strongest, on=keys)
+    return ends
+
+
+def _summaries(ends: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of ``keys``: ``n`` distinct trips, summed |weight|, the strongest's
+    width, the middle half of start hours and the quartiles of minutes (whole)."""
+    groups = ends.groupby(keys, sort=False, dropna=False)
+    out = groups.agg(n=("trip", "nunique"), weight=("weight", "sum"))
+    # every column below is aligned on the groups' keys (quantile sorts them)
+    strongest = groups["weight"].idxmax()
+    out["width"] = pd.Series(ends.loc[strongest.to_numpy(), "width"].to_numpy(), strongest.index)
+    hours = groups["hour"].quantile([0.25, 0.75]).unstack()
+    out["hours"] = pd.Series(_hour_bands(hours[0.25], hours[0.75]), index=hours.index)
+    minutes = groups["minutes"].quantile([0.25, 0.5, 0.75]).unstack()
+    for name, q in (("q25", 0.25), ("median", 0.5), ("q75", 0.75)):
+        out[name] = minutes[q].round().astype(int)
+    return out.reset_index()
+
+
+def relevance_groups(
+    table: pd.DataFrame, area: ServiceArea, *, min_trips: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Relevance vectors per pair of zones, only pairs of at least ``min_trips`` trips.
+
+    Each relevance vector is a training trip; a viewer sees them only in these groups
+    (:func:`relevance_arcs`, :func:`private_relevance_table`). The groups partition the
+    vectors (no vector is in two), so no group can be subtracted from another to single
+    one out.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`vrvm.services.relevance.relevance_table`'s rows.
+    area : ServiceArea
+        The zones: an end lies in a clickable zone, or stands for its H3 cell.
+    min_trips : int
+        k: a pair is shown only when at least k distinct training trips stand behind it.
+
+    Returns
+    -------
+    shown : pandas.DataFrame
+        One row per zone pair of at least k trips, most weight first: ``origin_lat``,
+        ``origin_lon``, ``dest_lat``, ``dest_lon`` (the zones' centres), ``origin``,
+        ``destination`` (their labels), ``n`` (trips), ``weight`` (their summed
+        |weight|), ``width`` (the kernel width of the strongest), ``hours`` (the middle
+        half of their start hours, as text), ``q25``, ``median``, ``q75`` (travel time,
+        whole minutes).
+    rest : pandas.DataFrame
+        The rows of ``table`` in pairs of fewer than k trips (never shown one by one).
+    """
+    if len(table) == 0:
+        return pd.DataFrame(columns=_GROUP_COLUMNS).astype(_GROUP_DTYPES), table.iloc[0:0]
+    ends = _with_zones(table, area)
+    groups = _summaries(ends, _GROUP_KEYS)
+    kept = groups["n"].to_numpy() >= min_trips
+    shown = groups.loc[kept, _GROUP_COLUMNS].astype(_GROUP_DTYPES)
+    shown = shown.sort_values("weight", ascending=False, kind="stable").reset_index(drop=True)
+    pair_trips = ends.groupby(_GROUP_KEYS, sort=False, dropna=False)["trip"].transform("nunique")
+    rest = table.loc[pair_trips.to_numpy() < min_trips]
+    return shown, rest
+
+
+def relevance_arcs(table: pd.DataFrame, area: ServiceArea, *, min_trips: int) -> pd.DataFrame:
+    """Relevance vectors per pair of zones of at least ``min_trips`` trips, as arcs.
+
+    :func:`relevance_groups`' shown pairs (the centres are the arcs' ends).
+    """
+    shown, _ = relevance_groups(table, area, min_trips=min_trips)
+    return shown
+
+
+PRIVATE_TABLE_COLUMNS = {
+    "origin": "origin zone",
+    "destination": "destination zone",
+    "n": "trips",
+    "hours": "start hours (middle half)",
+    "q25": "travel q25 (min)",
+    "median": "travel median (min)",
+    "q75": "travel q75 (min)",
+    "weight": "summed |weight|",
+    "width": "width of the strongest",
+}
+"""The columns of :func:`private_relevance_table`, as shown."""
+OTHER_PAIRS = "other zone pairs"
+"""The origin zone of :func:`private_relevance_table`'s row of the smaller pairs."""
+
+
+def private_relevance_table(
+    table: pd.DataFrame, area: ServiceArea, *, min_trips: int
+) -> pd.DataFrame:
+    """The relevance table a viewer sees: zone pairs of at least ``min_trips`` trips.
+
+    One row per pair of :func:`relevance_groups`, then one row ``other zone pairs``
+    holding the trips of all smaller pairs together, when they are at least k (else
+    none): zones, trips, the middle half of their start hours, the quartiles of their
+    travel time in whole minutes, their summed |weight| and the width of the
+    strongest. No coordinate, no start time, no row of fewer than k trips.
+
+    Examples
+    --------
+    >>> empty = pd.DataFrame(columns=_TRIP_KEYS)
+    >>> private_relevance_table(empty, None, min_trips=5).columns.tolist()[:4]
+    ['origin zone', 'destination zone', 'trips', 'start hours (middle half)']
+    """
+    shown, rest = relevance_groups(table, area, min_trips=min_trips)
+    rows = shown.to_dict("records")
+    if len(rest):
+        ends = _with_zones(rest, area)
+        other = _summaries(ends.assign(all=0), ["all"]).iloc[0].to_dict()
+        if other["n"] >= min_trips:
+            pairs = ends.groupby(_GROUP_KEYS, sort=False, dropna=False).ngroups
+            rows.append(other | {"origin": OTHER_PAIRS, "destination": f"{pairs} pairs"})
+    return pd.DataFrame(rows, columns=list(PRIVATE_TABLE_COLUMNS)).rename(
+        columns=PRIVATE_TABLE_COLUMNS
     )
-    grouped["hours"] = [
-        f"{lo:02d}:00" if lo == hi else f"{lo:02d}-{hi:02d} h"
-        for lo, hi in zip(grouped["lo"], grouped["hi"], strict=True)
-    ]
-    grouped = grouped.sort_values("weight", ascending=False, kind="stable")
-    return grouped[columns].reset_index(drop=True)

@@ -10,6 +10,11 @@ home is
 :func:`vrvm.services.uploads.max_upload_rows` (``VRVM_MAX_UPLOAD_ROWS``). All read their
 numbers through :func:`env_int`, so a bad value fails the same way everywhere: with the
 variable's name, what it holds and what was expected.
+
+The security settings (:data:`SECURITY_ENVS`) fail closed: unset, each keeps its
+documented meaning; set, it must hold a well-formed value, and a blank one (only
+whitespace) is an error, never "not configured". A blank ``VRVM_API_TOKEN`` or
+``VRVM_ANALYST_PASSPHRASE`` must not open the API or the dashboard, as it did before.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ __all__ = [
     "PRIVATE_MIN_TRIPS_ENV",
     "PRIVATE_MODES",
     "PRIVATE_MODE_ENV",
+    "SECURITY_ENVS",
     "analyst_emails",
     "analyst_passphrase",
     "api_token",
@@ -39,9 +45,9 @@ __all__ = [
 
 KEEP_VERSIONS_ENV = "VRVM_KEEP_VERSIONS"
 API_TOKEN_ENV = "VRVM_API_TOKEN"
-"""The bearer token ``vrvm serve`` requires (unset or blank: none)."""
+"""The bearer token ``vrvm serve`` requires (unset: none; set but blank: an error)."""
 PASSPHRASE_ENV = "VRVM_ANALYST_PASSPHRASE"
-"""The shared analyst passphrase of the dashboard (unset or blank: none)."""
+"""The shared analyst passphrase of the dashboard (unset: none; set but blank: an error)."""
 PASSPHRASE_HASH_ENV = "VRVM_ANALYST_PASSPHRASE_HASH"
 """Its scrypt hash instead (``vrvm hash-passphrase`` makes one); never both."""
 ANALYSTS_ENV = "VRVM_ANALYSTS"
@@ -53,6 +59,15 @@ PRIVATE_MODES = ("real", "always", "off")
 PRIVATE_MIN_TRIPS_ENV = "VRVM_PRIVATE_MIN_TRIPS"
 """k: the fewest trips behind any observed-trip figure a viewer sees."""
 DEFAULT_PRIVATE_MIN_TRIPS = 5
+SECURITY_ENVS = (
+    API_TOKEN_ENV,
+    PASSPHRASE_ENV,
+    PASSPHRASE_HASH_ENV,
+    ANALYSTS_ENV,
+    PRIVATE_MODE_ENV,
+    PRIVATE_MIN_TRIPS_ENV,
+)
+"""The settings that decide who may do what: set, each must hold a well-formed value."""
 DEFAULT_KEEP_VERSIONS = 30
 """Model versions a data home keeps besides the active one and those activated by hand
 (30 versions of a dashboard-sized model take about 10 MB)."""
@@ -87,6 +102,20 @@ def env_int(environ: Mapping[str, str], name: str, default: int, low: int = 1) -
     return value
 
 
+def _set_value(environ: Mapping[str, str], name: str, expected: str) -> str | None:
+    """``environ[name]`` as it is, None when unset; a blank value is an error.
+
+    A security setting that is set but blank is a mistake (an empty line in a service
+    file, a secret store that returned nothing): it must not mean "unset".
+    """
+    raw = environ.get(name)
+    if raw is None:
+        return None
+    if not raw.strip():
+        raise ValueError(f"${name} is set but blank: expected {expected} (or unset it)")
+    return raw
+
+
 def keep_versions(environ: Mapping[str, str] | None = None) -> int:
     """How many recent model versions a data home keeps (``VRVM_KEEP_VERSIONS``, 30).
 
@@ -102,28 +131,52 @@ def keep_versions(environ: Mapping[str, str] | None = None) -> int:
 
 
 def api_token(environ: Mapping[str, str] | None = None) -> str | None:
-    """The HTTP API's bearer token from :data:`API_TOKEN_ENV`, None when unset or blank.
+    """The HTTP API's bearer token from :data:`API_TOKEN_ENV`, None when unset.
+
+    Surrounding whitespace is dropped; what is left must be printable ASCII without
+    spaces (what a client can send in ``Authorization: Bearer <token>``).
+
+    Raises
+    ------
+    ValueError
+        Naming the variable, when it is set but blank or holds other characters: a
+        token nobody can send would otherwise leave the API open or closed by accident.
 
     Examples
     --------
     >>> api_token({"VRVM_API_TOKEN": " s3cret "}), api_token({})
     ('s3cret', None)
+    >>> api_token({"VRVM_API_TOKEN": " "})
+    Traceback (most recent call last):
+    ...
+    ValueError: $VRVM_API_TOKEN is set but blank: expected a bearer token (or unset it)
     """
-    value = (os.environ if environ is None else environ).get(API_TOKEN_ENV, "").strip()
-    return value or None
+    environ = os.environ if environ is None else environ
+    raw = _set_value(environ, API_TOKEN_ENV, "a bearer token")
+    if raw is None:
+        return None
+    token = raw.strip()
+    if not all(33 <= ord(c) <= 126 for c in token):
+        raise ValueError(
+            f"${API_TOKEN_ENV} holds spaces or characters that are not printable ASCII: "
+            "expected a token a client can send in 'Authorization: Bearer <token>'"
+        )
+    return token
 
 
 def analyst_passphrase(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
     """The configured analyst passphrase as ``("plain", value)`` or ``("hash", value)``.
 
-    None when neither :data:`PASSPHRASE_ENV` nor :data:`PASSPHRASE_HASH_ENV` is set (or
-    both are blank). The plain value is used as it is (no stripping: spaces may be part
-    of a passphrase); the hash is stripped.
+    None when neither :data:`PASSPHRASE_ENV` nor :data:`PASSPHRASE_HASH_ENV` is set.
+    The plain value is used as it is (no stripping: spaces may be part of a
+    passphrase); the hash is stripped (its format is checked by
+    :class:`vrvm.services.access.PassphraseCheck`).
 
     Raises
     ------
     ValueError
-        When both are set: which one counts would be a guess.
+        When both are set (which one counts would be a guess), or either is set but
+        blank (which must not mean "no sign-in": everyone would be an analyst).
 
     Examples
     --------
@@ -135,19 +188,26 @@ def analyst_passphrase(environ: Mapping[str, str] | None = None) -> tuple[str, s
     Traceback (most recent call last):
     ...
     ValueError: set $VRVM_ANALYST_PASSPHRASE or $VRVM_ANALYST_PASSPHRASE_HASH, not both
+    >>> analyst_passphrase({"VRVM_ANALYST_PASSPHRASE": ""})
+    Traceback (most recent call last):
+    ...
+    ValueError: $VRVM_ANALYST_PASSPHRASE is set but blank: expected a passphrase (or unset it)
     """
     environ = os.environ if environ is None else environ
-    plain = environ.get(PASSPHRASE_ENV, "")
-    hashed = environ.get(PASSPHRASE_HASH_ENV, "").strip()
-    if plain.strip() and hashed:
+    plain = _set_value(environ, PASSPHRASE_ENV, "a passphrase")
+    hashed = _set_value(environ, PASSPHRASE_HASH_ENV, "a hash made by `vrvm hash-passphrase`")
+    if plain is not None and hashed is not None:
         raise ValueError(f"set ${PASSPHRASE_ENV} or ${PASSPHRASE_HASH_ENV}, not both")
-    if hashed:
-        return "hash", hashed
-    return ("plain", plain) if plain.strip() else None
+    if hashed is not None:
+        return "hash", hashed.strip()
+    return None if plain is None else ("plain", plain)
 
 
 def analyst_emails(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The addresses and ``@domains`` of :data:`ANALYSTS_ENV`, lower-cased.
+
+    Empty when unset (every user the identity provider signs in is an analyst); set, it
+    must list at least one entry: a blank list must not mean "everyone".
 
     Examples
     --------
@@ -161,7 +221,13 @@ def analyst_emails(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     ValueError: $VRVM_ANALYSTS: 'not-an-address' is neither an e-mail address nor an @domain
     """
     environ = os.environ if environ is None else environ
-    entries = environ.get(ANALYSTS_ENV, "").replace(",", " ").lower().split()
+    expected = "e-mail addresses and @domains, separated by commas or spaces"
+    raw = _set_value(environ, ANALYSTS_ENV, expected)
+    if raw is None:
+        return ()
+    entries = raw.replace(",", " ").lower().split()
+    if not entries:
+        raise ValueError(f"${ANALYSTS_ENV} lists nobody ({raw!r}): expected {expected}")
     for entry in entries:
         _, at, domain = entry.rpartition("@")
         if not at or not domain or "." not in domain:
@@ -187,7 +253,8 @@ def private_mode(environ: Mapping[str, str] | None = None) -> str:
     ValueError: $VRVM_PRIVATE_MODE must be one of real, always, off; got 'sometimes'
     """
     environ = os.environ if environ is None else environ
-    value = environ.get(PRIVATE_MODE_ENV, "").strip().lower() or "real"
+    raw = _set_value(environ, PRIVATE_MODE_ENV, f"one of {', '.join(PRIVATE_MODES)}")
+    value = "real" if raw is None else raw.strip().lower()
     if value not in PRIVATE_MODES:
         raise ValueError(
             f"${PRIVATE_MODE_ENV} must be one of {', '.join(PRIVATE_MODES)}; "
@@ -205,4 +272,5 @@ def private_min_trips(environ: Mapping[str, str] | None = None) -> int:
     (5, 10)
     """
     environ = os.environ if environ is None else environ
+    _set_value(environ, PRIVATE_MIN_TRIPS_ENV, "an integer >= 2")
     return env_int(environ, PRIVATE_MIN_TRIPS_ENV, DEFAULT_PRIVATE_MIN_TRIPS, low=2)
