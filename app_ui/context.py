@@ -16,6 +16,11 @@ what to do, and the page stops there, without a traceback. The context also says
 is using the page (:class:`~vrvm.services.access.Access`) and whether its trips are shown
 in private mode (:class:`~vrvm.services.privacy.PrivacyView`), with an analyst's switch
 to the raw views in the sidebar.
+
+Every answer depends on the model and the map's zones besides its own inputs:
+:attr:`ModelContext.fingerprint` names both, so that what a view keeps between runs
+(a cache entry, a prepared file) is kept with it and never shown for another model,
+time zone or zone file (:func:`kept`, :func:`keep`).
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -55,6 +62,14 @@ class ModelContext:
     synthetic: bool
     access: Access
     privacy: PrivacyView
+    zones_key: str = ""
+
+    @property
+    def fingerprint(self) -> tuple[str, int, str, str]:
+        """What every answer depends on besides its own inputs: the model (its file and
+        version, in this process's cache of every home), its time zone and the map's
+        zones (the zone file and the boundaries naming them, by content)."""
+        return (str(self.home), self.version, self.model.tz_, self.zones_key)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -91,23 +106,25 @@ def _service_area(
     )
 
 
-def _clickable_area(home: Path, path: Path, version: int, boundaries) -> ServiceArea:
-    """The area of the zones chosen in the sidebar; hexagons when the choice cannot be used."""
+def _clickable_area(home: Path, path: Path, version: int, boundaries) -> tuple[ServiceArea, str]:
+    """The area of the zones chosen in the sidebar (hexagons when the choice cannot be
+    used) and a key naming its zones and boundaries by content."""
     key, document, _ = boundaries or ("", None, "")
     hexagons = (str(home), str(path), version, key, document)
     try:
         entry = area_svc.zone_choice(home)
         if entry is None:
-            return _service_area(*hexagons)
+            return _service_area(*hexagons), f"hexagons|{key}"
         zones = _zone_polygons(str(home), entry.name, entry.fingerprint, entry.added_at)
         if key == entry.fingerprint:
             document = None  # the same polygons: drawn once, as the zones
-        return _service_area(str(home), str(path), version, key, document, entry.fingerprint, zones)
+        area = _service_area(str(home), str(path), version, key, document, entry.fingerprint, zones)
+        return area, f"{entry.fingerprint}:{entry.added_at}|{key}"
     except (KeyError, ValueError, OSError) as exc:
         st.warning(
             "The chosen zone file cannot be used, so the map shows hexagons: " + plain_markdown(exc)
         )
-        return _service_area(*hexagons)
+        return _service_area(*hexagons), f"hexagons|{key}"
 
 
 @st.cache_resource(show_spinner=False)
@@ -287,7 +304,7 @@ def get_context() -> ModelContext:
         version, path = active
         model = _load_model(str(path), version)
         trips = _training_trips(str(home), str(path), version)
-        area = _clickable_area(home, path, version, sidebar.boundaries())
+        area, zones_key = _clickable_area(home, path, version, sidebar.boundaries())
         _warm_up_charts()
     except demo.StorageError as exc:
         _storage_problem(exc)
@@ -312,7 +329,30 @@ def get_context() -> ModelContext:
         synthetic=synthetic,
         access=access,
         privacy=view,
+        zones_key=zones_key,
     )
+
+
+def kept(key: str, inputs: Hashable) -> Any | None:
+    """The answer kept under ``key`` if it was made from these ``inputs``, else None.
+
+    ``inputs`` is everything the answer depends on (the context's
+    :attr:`~ModelContext.fingerprint` and the view's own choices); an answer kept for
+    other inputs is forgotten here, so that it is never shown again.
+    """
+    found = st.session_state.get(key)
+    if found is None:
+        return None
+    if found[0] != inputs:
+        del st.session_state[key]
+        return None
+    return found[1]
+
+
+def keep(key: str, inputs: Hashable, answer: Any) -> Any:
+    """Keep ``answer`` under ``key`` with the ``inputs`` it was made from (see :func:`kept`)."""
+    st.session_state[key] = (inputs, answer)
+    return answer
 
 
 def synthetic_banner(ctx: ModelContext) -> None:

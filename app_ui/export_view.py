@@ -3,14 +3,15 @@
 State keys (prefixed with the component's ``key``): ``{key}_raw`` (export the exact
 relevance vectors), ``{key}_prepare`` (the button that builds the file) and
 ``{key}_file`` (the last export: its sentence, file name and bytes, for the download
-button).
+button), kept with the model and the choice it was made for
+(:func:`app_ui.context.keep`): another active version or the other choice forgets it.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app_ui.context import ModelContext
+from app_ui.context import ModelContext, keep, kept
 from vrvm.services import model_export
 from vrvm.services.text import plain_markdown
 
@@ -34,12 +35,12 @@ def show(key: str, ctx: ModelContext) -> None:
                 ctx.home, version=ctx.version, snap=not raw, by=ctx.access
             )
         suffix = "raw" if raw else f"snapped-r{result.resolution}"
-        st.session_state[f"{key}_file"] = (
-            result.sentence(),
-            f"vrvm_model_v{ctx.version}_{suffix}.zip",
-            data,
+        keep(
+            f"{key}_file",
+            (ctx.fingerprint, raw),
+            (result.sentence(), f"vrvm_model_v{ctx.version}_{suffix}.zip", data),
         )
-    prepared = st.session_state.get(f"{key}_file")
+    prepared = kept(f"{key}_file", (ctx.fingerprint, raw))
     if prepared is not None:
         sentence, file_name, data = prepared
         st.info(plain_markdown(sentence), icon=":material/ios_share:")

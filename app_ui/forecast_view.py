@@ -41,11 +41,11 @@ def _support_note(answer: forecast.ODAnswer) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def _day_profile(
-    version: int, origin: Place, dest: Place, day: date, _model: TravelTimeModel
+    fingerprint: tuple, origin: Place, dest: Place, day: date, _model: TravelTimeModel
 ) -> pd.DataFrame:
-    """The trip's time-of-day profile on ``day`` (the model's ``version`` is the cache key
-    of ``_model``)."""
-    del version
+    """The trip's time-of-day profile on ``day`` (the context's ``fingerprint`` is the
+    cache key of ``_model``: its home, version and time zone)."""
+    del fingerprint
     return forecast.time_of_day_profile(_model, origin, dest, day)
 
 
@@ -56,17 +56,23 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         st.info(f"Choose {missing}: click two zones on the map, or pick them from the lists.")
         return
     local = pd.Timestamp(departure)
-    answer = forecast.answer_od(
-        ctx.model,
-        state.origin,
-        state.dest,
-        departure,
-        threshold_min,
-        trips=ctx.trips,
-        resolution=ctx.area.resolution,
-        area=ctx.area,
-        profile=_day_profile(ctx.version, state.origin, state.dest, local.date(), ctx.model),
-    )
+    try:
+        answer = forecast.answer_od(
+            ctx.model,
+            state.origin,
+            state.dest,
+            departure,
+            threshold_min,
+            trips=ctx.trips,
+            resolution=ctx.area.resolution,
+            area=ctx.area,
+            profile=_day_profile(
+                ctx.fingerprint, state.origin, state.dest, local.date(), ctx.model
+            ),
+        )
+    except ValueError as exc:  # places that are not zones of this map: no answer
+        st.error(plain_markdown(exc))
+        return
     observed, rings = answer.observed, answer.observed_rings
     summary = None
     if ctx.privacy.private:  # counts and quartiles of >= k trips; no trip reaches the page

@@ -41,9 +41,11 @@ def _percent(p: float) -> str:
 
 
 def _place(key: str, area: ServiceArea) -> Place:
-    """The place: a click's zone, the list's, or (first visit, new zones) a central zone."""
-    state = od_picker.handle_map_event(key, area, mode="origin")
-    if state.origin is None or state.origin.zone not in area.zone_index:
+    """The place: a click's zone, the list's, or (first visit, none of the zones holds it
+    any more) a central zone."""
+    state = od_picker.handle_map_event(key, area, mode="origin")  # on the map's zones
+    st.session_state.pop(f"{key}_moved", None)  # said by the list's new label here
+    if state.origin is None:
         state = replace(state, origin=places.central_place(area))
         od_picker.set_state(key, state)
     return state.origin

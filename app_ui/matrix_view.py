@@ -70,7 +70,7 @@ def _zone_picker(key: str, label: str, area: ServiceArea) -> list[str]:
 
 @st.cache_data(show_spinner="Predicting every pair", max_entries=8)
 def _matrix(
-    version: int,
+    fingerprint: tuple,
     origins: tuple[str, ...],
     destinations: tuple[str, ...],
     departure: pd.Timestamp,
@@ -79,7 +79,7 @@ def _matrix(
     _model: TravelTimeModel,
     _area: ServiceArea,
 ) -> pd.DataFrame:
-    del version  # the cache key of _model
+    del fingerprint  # the cache key of _model and _area (ModelContext.fingerprint)
     return matrix.matrix_frame(
         _model,
         matrix.zone_points(_area, origins),
@@ -157,7 +157,7 @@ def show(key: str, ctx: ModelContext) -> None:
         _too_many(key, ctx, origins, destinations, departure, quantiles, thresholds_s)
         return
     frame = _matrix(
-        ctx.version,
+        ctx.fingerprint,
         tuple(origins),
         tuple(destinations),
         departure,

@@ -7,10 +7,17 @@ State keys (all prefixed with the component's ``key``):
 ``{key}_origin``     origin selectbox; ``{key}_dest`` destination selectbox
 ``{key}_typed_o``, ``{key}_typed_d``  typed "lat, lon" text inputs
 ``{key}_error``      the last message about typed coordinates
+``{key}_moved``      what the last change of the map's zones did to the places
 
 Map clicks and list choices go through :mod:`vrvm.services.places` (``apply_map_selection``,
 ``place_from_label``, ``place_from_latlon``), so the page works without a mouse and the
 same code handles a real click and a test's injected selection.
+
+The places are kept as picked, but every run reads them on the zones of the map it
+draws (:meth:`~vrvm.services.places.ODState.located`, through ``get_state(key, area)``):
+when the zone file, the boundaries naming the zones or the model change, the lists,
+the markers and the answer all name the zones that now hold the two places (or the
+place is dropped, and the page asks for it), never a zone of the map before.
 """
 
 from __future__ import annotations
@@ -27,8 +34,38 @@ from vrvm.services.places import ODState
 from vrvm.services.text import plain_markdown
 
 
-def get_state(key: str) -> ODState:
-    return st.session_state.get(key) or ODState()
+def get_state(key: str, area: ServiceArea | None = None) -> ODState:
+    """The origin and destination; with ``area``, as zones of that area.
+
+    When the places were picked on other zones (or under other labels), the state is
+    replaced by the same places on ``area``'s zones, and what changed is kept under
+    ``{key}_moved`` for :func:`show_controls` to say.
+    """
+    state = st.session_state.get(key) or ODState()
+    if area is None:
+        return state
+    located = state.located(area)
+    if located is not state:
+        st.session_state[key] = located
+        st.session_state[f"{key}_error"] = None  # it named the nearest zone of the old map
+        st.session_state[f"{key}_moved"] = _moved_note(state, located)
+    return located
+
+
+def _moved_note(before: ODState, after: ODState) -> str:
+    """What a change of the map's zones did to the places, in one sentence."""
+    lost = [
+        name
+        for name, old, new in (
+            ("origin", before.origin, after.origin),
+            ("destination", before.dest, after.dest),
+        )
+        if old is not None and new is None
+    ]
+    note = "The map's zones changed: "
+    if not lost:
+        return note + "the places are now the zones that hold them."
+    return note + f"the {' and the '.join(lost)} lie in none of the new zones; choose again."
 
 
 def set_state(key: str, state: ODState) -> None:
@@ -42,14 +79,14 @@ def handle_map_event(key: str, area: ServiceArea, *, mode: str = "od") -> ODStat
     origin (coverage map).
     """
     selection = st.session_state.get(f"{key}_map")
-    state = places.apply_map_selection(get_state(key), selection, area, mode=mode)
+    state = places.apply_map_selection(get_state(key, area), selection, area, mode=mode)
     set_state(key, state)
     return state
 
 
 def _select(key: str, which: str, area: ServiceArea) -> None:
     label = st.session_state.get(f"{key}_{which}")
-    state = get_state(key)
+    state = get_state(key, area)
     place = None if label is None else places.place_from_label(area, label)
     set_state(key, replace(state, **{which: place}))
 
@@ -63,7 +100,7 @@ def _clear(key: str) -> None:
 
 
 def _apply_typed(key: str, area: ServiceArea) -> None:
-    state = get_state(key)
+    state = get_state(key, area)
     typed = {}
     try:
         for which, field in (("origin", "typed_o"), ("dest", "typed_d")):
@@ -89,8 +126,11 @@ def _sync_lists(key: str, state: ODState, area: ServiceArea) -> None:
 
 def show_controls(key: str, area: ServiceArea, *, mode: str = "od") -> ODState:
     """The list, swap/clear and typed-coordinate controls; returns the state."""
-    state = get_state(key)
+    state = get_state(key, area)
     _sync_lists(key, state, area)
+    moved = st.session_state.pop(f"{key}_moved", None)
+    if moved:
+        st.info(plain_markdown(moved), icon=":material/map:")
     labels = area.labels
     st.selectbox(
         "Origin (A)",
@@ -138,7 +178,7 @@ def show_controls(key: str, area: ServiceArea, *, mode: str = "od") -> ODState:
             st.form_submit_button("Use these coordinates", on_click=_apply_typed, args=(key, area))
         if st.session_state.get(f"{key}_error"):
             st.error(plain_markdown(st.session_state[f"{key}_error"]))
-    state = get_state(key)
+    state = get_state(key, area)
     for place, name in (
         (state.origin, "Origin"),
         (state.dest if mode == "od" else None, "Destination"),
@@ -179,7 +219,7 @@ def show_map(
 
     ``mode="origin"`` (coverage map) marks only the origin.
     """
-    state = get_state(key)
+    state = get_state(key, area)
     if mode != "od":
         state = replace(state, dest=None)
     deck = maps.zone_deck(area, state, fill=fill, tips=tips, basemap=basemap)

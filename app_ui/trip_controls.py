@@ -1,7 +1,13 @@
 """Departure date and time, and the arrival-time threshold.
 
 State keys: ``{key}_when`` (the departure, a naive datetime local to the model's time
-zone), ``{key}_threshold`` (minutes).
+zone), ``{key}_zone`` (that time zone, and whether the departure is "now" there or
+was chosen), ``{key}_threshold`` (minutes).
+
+"Leave now" (and the first visit) is now in the model's time zone. When the active
+model's zone changes (another version activated), a departure that was "now" is now
+in the new zone; one a user chose (typed, picked or from a link) keeps its wall-clock
+time, read in the new zone, as the field's label says.
 
 The departure is one date-and-time field (``st.datetime_input``): a date typed into it
 is applied on Enter, which a separate date box only did when it lost the focus.
@@ -25,6 +31,7 @@ def set_values(
     """Preset the widgets (from a shared link); call before :func:`show`."""
     if departure is not None:
         st.session_state[f"{key}_when"] = _wall_clock(departure)
+        st.session_state.pop(f"{key}_zone", None)  # a chosen time, read in the model's zone
     if threshold_min is not None:
         st.session_state[f"{key}_threshold"] = float(threshold_min)
 
@@ -39,17 +46,27 @@ def _wall_clock(departure) -> datetime:
 
 def _now(key: str, tz: str) -> None:
     st.session_state[f"{key}_when"] = _wall_clock(forecast.default_departure(tz))
+    st.session_state[f"{key}_zone"] = (tz, True)
+
+
+def _chosen(key: str, tz: str) -> None:
+    st.session_state[f"{key}_zone"] = (tz, False)
 
 
 def show(key: str, tz: str) -> tuple[pd.Timestamp, float]:
-    """Departure (default: now in the model's time zone) and threshold T in minutes."""
-    if st.session_state.get(f"{key}_when") is None:  # first run, or the field cleared
-        _now(key, tz)
+    """Departure (default: now in the model's time zone ``tz``) and threshold T in minutes."""
+    zone, is_now = st.session_state.get(f"{key}_zone") or (tz, False)
+    if st.session_state.get(f"{key}_when") is None or (is_now and zone != tz):
+        _now(key, tz)  # first run, the field cleared, or "now" in another model's zone
+    elif zone != tz or f"{key}_zone" not in st.session_state:
+        _chosen(key, tz)
     st.session_state.setdefault(f"{key}_threshold", DEFAULT_THRESHOLD_MIN)
     when = st.datetime_input(
-        "Departure (local time)",
+        f"Departure (local time, {tz})",
         key=f"{key}_when",
         step=300,
+        on_change=_chosen,
+        args=(key, tz),
         help="Type a date and a time and press Enter, or pick them from the calendar.",
     )
     st.button(

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import h3
+import numpy as np
 import pytest
 
 from vrvm.services.map_layers import zone_layer_data
 from vrvm.services.places import (
     ODState,
+    Place,
     apply_map_selection,
+    central_place,
+    locate,
     parse_latlon,
     place_from_label,
     place_from_latlon,
@@ -101,3 +108,63 @@ def test_swap_and_clear(tiny_area):
     state = ODState(a, b, "x")
     assert state.swapped() == ODState(b, a, "x")
     assert state.cleared() == ODState(None, None, "x")
+
+
+# ------------------------------------------------------- the same places on other zones
+
+
+@pytest.fixture(scope="module")
+def district_area(tiny_home, tiny_model):
+    """The tiny model's area on a planner's polygons: downtown, four quarters, the airport."""
+    from tests.app.test_zone_polygons import districts_geojson
+    from vrvm.services.area import build_service_area
+    from vrvm.trips.home import load_training_trips
+    from vrvm.trips.zone_files import ZoneFile
+
+    zones = ZoneFile.from_geojson(json.loads(districts_geojson()), id_property="district")
+    trips = load_training_trips(tiny_home, tiny_model)
+    return build_service_area(tiny_model, trips=trips, zones=zones)
+
+
+def test_a_place_is_located_on_other_zones_by_its_point(tiny_area, district_area):
+    busiest = central_place(tiny_area)
+    assert locate(tiny_area, busiest) == busiest  # the same map: the same place
+    # the same zone under an old label takes the map's label
+    renamed = replace(busiest, label="Zone 1 · an old name")
+    assert locate(tiny_area, renamed) == busiest
+    # a hexagon on the polygons' map: the polygon holding its centre, as the map has it
+    polygon = locate(district_area, busiest)
+    row = int(district_area.zone_rows([busiest.lat], [busiest.lon])[0])
+    assert polygon == place_from_zone(district_area, district_area.grid["zone"][row])
+    assert polygon.label == "D1 · Downtown <b>Synthetica</b>"
+    # and back: the hexagon holding the polygon's representative point
+    back = locate(tiny_area, polygon)
+    assert back.kind == "zone" and back.zone == h3.latlng_to_cell(
+        polygon.lat, polygon.lon, tiny_area.resolution
+    )
+    # typed coordinates keep their point, labelled with the zone holding it
+    typed = place_from_latlon(tiny_area, busiest.lat + 0.001, busiest.lon)
+    on_polygons = locate(district_area, typed)
+    assert (on_polygons.lat, on_polygons.lon, on_polygons.kind) == (typed.lat, typed.lon, "point")
+    assert on_polygons.label.endswith("(in D1 · Downtown <b>Synthetica</b>)")
+    # a point no zone of the map holds is no place there
+    edge = tiny_area.grid.iloc[
+        int(
+            np.flatnonzero(
+                district_area.zone_rows(tiny_area.grid["lat"], tiny_area.grid["lon"]) < 0
+            )[0]
+        )
+    ]
+    assert locate(district_area, place_from_zone(tiny_area, edge["zone"])) is None
+    assert locate(tiny_area, Place(0.0, 0.0, "somewhere else", "Null Island")) is None
+
+
+def test_a_state_is_located_as_a_whole_and_unchanged_when_current(tiny_area, district_area):
+    origin, dest = central_place(tiny_area), place_from_zone(tiny_area, tiny_area.grid["zone"][5])
+    state = ODState(origin, dest, last_selection="{}")
+    assert state.located(tiny_area) is state  # nothing to do: the same object
+    moved = state.located(district_area)
+    assert moved.origin == locate(district_area, origin)
+    assert moved.dest == locate(district_area, dest)
+    assert moved.last_selection == "{}"
+    assert ODState().located(district_area) == ODState()

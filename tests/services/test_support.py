@@ -115,3 +115,25 @@ def test_minute_of_day_in_the_model_zone():
     assert minute_of_day(pd.Timestamp("2024-07-01 12:30")) == 750  # naive: wall clock
     with pytest.raises(ValueError):
         minute_of_day("not a time")
+
+
+def test_a_place_of_another_map_is_refused_not_called_unknown(tiny_model, tiny_area):
+    """The dashboard once asked the support of a hexagon on a map of polygons: the zone
+    was not found, and the page said the training trips "were not kept"."""
+    from dataclasses import replace
+
+    from vrvm.services.forecast import answer_od, od_support
+    from vrvm.services.places import central_place, place_from_zone
+
+    origin = central_place(tiny_area)
+    dest = place_from_zone(tiny_area, tiny_area.grid["zone"][5])
+    departure = pd.Timestamp("2024-03-05 08:15", tz=tiny_model.tz_)
+    support = od_support(tiny_area, origin, dest, departure, tiny_model.tz_)
+    assert support is not None and support.n_near > 0
+    elsewhere = replace(origin, zone="Q3", label="Q3 · South-East")  # a polygon's id
+    with pytest.raises(ValueError, match="origin 'Q3 · South-East' is not one of the map's"):
+        od_support(tiny_area, elsewhere, dest, departure, tiny_model.tz_)
+    with pytest.raises(ValueError, match="destination 'Q3 · South-East' is not one of"):
+        answer_od(
+            tiny_model, origin, elsewhere, departure, 15, trips=None, resolution=8, area=tiny_area
+        )

@@ -342,13 +342,31 @@ def od_support(
     See :func:`vrvm.services.support.pair_support`: trips from the origin's zone or a
     neighbouring one to the destination's zone or a neighbouring one, and those of
     them within an hour of the departure's time of day.
+
+    Raises
+    ------
+    ValueError
+        When either place is not one of ``area``'s zones (picked on another map): its
+        support is not "unknown", the question is about other zones.
     """
+    o_row, d_row = _zone_rows(area, origin, dest)
     if area.support is None or area.support.n_zones != len(area.grid):
         return None
-    o_row, d_row = area.zone_row(origin.zone), area.zone_row(dest.zone)
-    if o_row is None or d_row is None:
-        return None
     return pair_support(area.support, o_row, d_row, minute_of_day(departure, tz))
+
+
+def _zone_rows(area: ServiceArea, origin: Place, dest: Place) -> tuple[int, int]:
+    """The grid rows of the two places' zones; a clear error for a place of another map."""
+    rows = []
+    for name, place in (("origin", origin), ("destination", dest)):
+        row = area.zone_row(place.zone)
+        if row is None:
+            raise ValueError(
+                f"the {name} {place.label!r} is not one of the map's zones (it was picked "
+                "on other zones): choose it again"
+            )
+        rows.append(row)
+    return rows[0], rows[1]
 
 
 ANSWER_QUANTILES: tuple[float, ...] = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -426,7 +444,14 @@ def answer_od(
     ``profile``: the :func:`time_of_day_profile` of this trip on the departure's day,
     computed before (it depends on neither the clock time nor the threshold, so a page
     keeps it while only those change); computed here when None.
+
+    Raises
+    ------
+    ValueError
+        When ``area`` is given and either place is not one of its zones.
     """
+    if area is not None:
+        _zone_rows(area, origin, dest)  # before any work: places of another map are refused
     forecast = forecast_od(model, origin, dest, departure, threshold_min)
     if area is not None and area.kind == "polygons":
         # the planner's zones: the training trips between exactly the two polygons

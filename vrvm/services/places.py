@@ -26,6 +26,7 @@ __all__ = [
     "apply_map_selection",
     "busiest_zones",
     "central_place",
+    "locate",
     "parse_latlon",
     "place_from_label",
     "place_from_latlon",
@@ -121,6 +122,26 @@ def place_from_latlon(area: ServiceArea, lat: float, lon: float) -> Place:
     return Place(lat, lon, centre.zone, f"{lat:.5f}, {lon:.5f} (in {centre.label})", kind="point")
 
 
+def locate(area: ServiceArea, place: Place) -> Place | None:
+    """The same place among ``area``'s zones, or None when none of them holds it.
+
+    A zone still in ``area`` is that zone as ``area`` has it (its label may have
+    changed with the boundaries naming it); a zone no longer in it becomes the zone
+    holding its point (a hexagon's centre falls in one of the planner's polygons);
+    typed coordinates keep their point, labelled with the zone holding it. So a
+    place picked on one map never stands, under its old label, for a zone of another.
+    """
+    if place.kind == "point":
+        try:
+            return place_from_latlon(area, place.lat, place.lon)
+        except ValueError:  # outside every zone of this map
+            return None
+    if place.zone in area.zone_index:
+        return place_from_zone(area, place.zone)
+    row = int(area.zone_rows([place.lat], [place.lon])[0])
+    return None if row < 0 else place_from_zone(area, str(area.grid["zone"].iloc[row]))
+
+
 def _distance_text(km: float) -> str:
     """A distance for a sentence.
 
@@ -141,6 +162,19 @@ class ODState:
     origin: Place | None = None
     dest: Place | None = None
     last_selection: str | None = None
+
+    def located(self, area: ServiceArea) -> ODState:
+        """The same trip on ``area``'s zones (see :func:`locate`); ``self`` when unchanged.
+
+        A page calls it on every run, so the places it shows and answers for are always
+        zones of the map it draws, whatever changed since they were picked (the zone
+        file, the boundaries naming the zones, the model and so its hexagons).
+        """
+        origin = None if self.origin is None else locate(area, self.origin)
+        dest = None if self.dest is None else locate(area, self.dest)
+        if origin == self.origin and dest == self.dest:
+            return self
+        return replace(self, origin=origin, dest=dest)
 
     def swapped(self) -> ODState:
         return replace(self, origin=self.dest, dest=self.origin)
