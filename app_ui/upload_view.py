@@ -68,7 +68,8 @@ def _live_preview(key: str, fid: str, name: str, data: bytes, options, ctx: Mode
     report = outcome.report
     st.caption(
         f"Preview of the first {report.n_input:,} rows: {report.n_kept:,} kept, "
-        f"{report.dropped:,} dropped"
+        f"{report.dropped:,} dropped; times read in {plain_markdown(report.tz)}"
+        + (" (where the trips are)" if report.tz_inferred else "")
         + "".join(f"; read {plain_markdown(note)}" for note in report.notes.values())
     )
     if len(outcome.preview):
@@ -90,14 +91,20 @@ def _mapping_form(
         )
     elif outcome.zones_needed:
         st.warning(plain_markdown(outcome.error), icon=":material/map:")
+    elif outcome.zone_question is not None:
+        st.warning(
+            f"**{plain_markdown(outcome.name)}**: {plain_markdown(outcome.zone_question)}",
+            icon=":material/schedule:",
+        )
     else:
         st.warning(
             f"**{plain_markdown(outcome.name)}**: the columns do not match a known export. "
             "Name them below.",
             icon=":material/table_edit:",
         )
-    given = outcome.options or uploads.ReadOptions()
-    guess = given.column_map or uploads.guess_column_map(outcome.columns)
+    # What every door proposes for this file (the CLI's `vrvm inspect` prints the same).
+    given = uploads.form_defaults(outcome)
+    guess = given.column_map
     choices = ["", *outcome.columns]
     zone_files = [entry.name for entry in boundaries.saved_boundaries(ctx.home)]
     with st.container(border=True):

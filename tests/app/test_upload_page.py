@@ -153,3 +153,40 @@ def test_user_text_reaches_the_page_escaped(vrvm_home):
     mine = [t for t in texts if "click" in t]
     assert mine and all("[click](" not in t and ":material/bomb:" not in t for t in mine)
     assert any(shown(t).startswith(f"**{name}**") for t in mine)
+
+
+def test_form_reads_a_file_that_names_no_city_where_its_trips_are(vrvm_home, shared_data):
+    """Issue 31: the form guessed all seven roles of a NYC file of the kind that circulates
+    (day-first ``date``, decimal-hour ``Time``) and read it in UTC; it is read in New
+    York, which the preview and the report say, with the formats pre-filled."""
+    sample = pd.read_csv(shared_data("nyc_taxi_2016_sample.csv")).dropna(subset=["duration"])
+    sample = sample.head(300)
+    hidden = pd.DataFrame(
+        {
+            "date": sample["day"].astype(str) + "-5-2016",
+            "Time": sample["hour"] + sample["minute"] / 60,
+            "pickup_latitude": sample["pickup_latitude"],
+            "pickup_longitude": sample["pickup_longitude"],
+            "dropoff_latitude": sample["dropoff_latitude"],
+            "dropoff_longitude": sample["dropoff_longitude"],
+            "trip_duration": sample["duration"].astype(int),
+        }
+    )
+    at = _upload(_retrain_page(), "nyc_2016.csv", hidden.to_csv(index=False).encode())
+    assert _role(at, "start_date").value == "date" and _role(at, "start_clock").value == "Time"
+    assert _role(at, "travel_time_s").value == "trip_duration"
+    dates = next(s for s in at.selectbox if s.key == f"retrain_date_{_fid(at)}")
+    clock = next(s for s in at.selectbox if s.key == f"retrain_clock_{_fid(at)}")
+    assert (dates.value, clock.value) == ("dayfirst", "hours")  # as `vrvm inspect` proposes
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert "times read in America/New_York (where the trips are)" in captions
+    next(b for b in at.button if b.label == "Read with these columns").click().run()
+    no_exception(at)
+    assert metrics(at)["Kept"] == "300"
+    captions = " ".join(shown(c.value) for c in at.caption)
+    assert "Schema: custom · times read in America/New_York (where the trips are)" in captions
+    preview = table_with(at, "start (local)")
+    first = sample.iloc[0]
+    assert preview["start (local)"].iloc[0] == (
+        f"2016-05-{int(first['day']):02d} {int(first['hour']):02d}:{int(first['minute']):02d}"
+    )

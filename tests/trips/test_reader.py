@@ -26,6 +26,7 @@ from vrvm.trips import (
     detect_schema,
     read_trips,
 )
+from vrvm.trips.formats import TimeFormatError
 from vrvm.trips.reader import expanded_size, read_rows
 
 
@@ -352,7 +353,7 @@ def test_naive_times_follow_tz_argument_offset_times_stay_exact(tmp_path):
         read_trips(path, tz="Mars/Olympus")
 
 
-def test_custom_schema_defaults_to_utc(tmp_path):
+def test_custom_schema_is_read_where_its_trips_are(tmp_path):
     text = f"when,secs,a_lat,a_lon,b_lat,b_lon\n2016-01-01 08:00,600,{LOOP},{NORTH}\n"
     column_map = {
         "start_time": "when",
@@ -363,8 +364,10 @@ def test_custom_schema_defaults_to_utc(tmp_path):
         "dest_lon": "b_lon",
     }
     trips, report = read_trips(write(tmp_path, "mine.csv", text), column_map=column_map)
-    assert trips.attrs["schema"] == "custom" and trips.attrs["tz"] == "UTC"
-    assert str(trips["start_time"].iloc[0]) == "2016-01-01 08:00:00+00:00"
+    # a file that names no city is read in the zone where its trips are (issue 31)
+    assert trips.attrs["schema"] == "custom" and trips.attrs["tz"] == "America/Chicago"
+    assert report.tz_inferred
+    assert str(trips["start_time"].iloc[0]) == "2016-01-01 08:00:00-06:00"
     assert report.n_kept == 1 and trips["dest_lat"].iloc[0] == 41.90
     # naming the schema as well gives its city's zone
     path = tmp_path / "mine.csv"
@@ -390,8 +393,18 @@ def test_column_map_completes_a_partial_schema(tmp_path):
         "start,trip_seconds,pickup_latitude,pickup_longitude,dropoff_latitude,"
         f"dropoff_longitude\n01/01/2016 08:00:00 AM,600,{LOOP},{NORTH}\n"
     )
-    trips, _ = read_trips(write(tmp_path, "partial.csv", text), column_map={"start_time": "start"})
-    assert trips.attrs["schema"] == "chicago"
+    path = write(tmp_path, "partial.csv", text)
+    # The map supplies the start chicago's API layout lacks, but the header alone does
+    # not hold chicago: the file is custom (a map never picks a city, issue 31), its
+    # other roles guessed as the upload form guesses them, read where its trips are.
+    with pytest.raises(TimeFormatError, match="date_format='dayfirst' or 'monthfirst'"):
+        read_trips(path, column_map={"start_time": "start"})
+    trips, report = read_trips(path, column_map={"start_time": "start"}, date_format="monthfirst")
+    assert trips.attrs["schema"] == "custom" and report.tz_inferred
+    assert str(trips["start_time"].iloc[0]) == "2016-01-01 08:00:00-06:00"
+    # naming the schema says it: its month-first US dates and its city's zone
+    trips, report = read_trips(path, schema="chicago", column_map={"start_time": "start"})
+    assert trips.attrs["schema"] == "chicago" and not report.tz_inferred
     assert str(trips["start_time"].iloc[0]) == "2016-01-01 08:00:00-06:00"
 
 

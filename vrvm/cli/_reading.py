@@ -7,6 +7,13 @@ Every command that reads trips (``train``, ``update``, ``evaluate``, ``predict``
 ``--clock-format``, ``--weekday-format``, ``--tz``, ``--schema`` and
 ``--zones FILE.geojson[:ID_PROPERTY]``.
 
+Every door reads a file the same way (:func:`vrvm.trips.layouts.resolve_layout`): a
+layout is recognised by its header only; any ``--map`` options that leave roles open
+are completed by the guess the upload form pre-fills; a file that names no city is
+read in the zone where its trips are, unless ``--tz`` says otherwise. ``vrvm inspect``
+prints the options that read a file as it read it, as a command line to copy, and
+errors about columns name them as ``--map`` options (:func:`cli_hints`).
+
 ``vrvm inspect`` reads the header and the first :data:`INSPECT_ROWS` rows, never the
 whole file; ``vrvm predict`` reads, predicts and writes its queries in batches
 (:func:`predict_in_batches`), so its memory does not grow with the file, and shows its
@@ -22,6 +29,7 @@ import gzip
 import lzma
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -35,6 +43,7 @@ import pandas as pd
 from vrvm.cli._args import time_zone
 from vrvm.cli._output import ProgressBar
 from vrvm.engine._blas import in_threads
+from vrvm.services.csv_cells import safe_cells
 from vrvm.services.predictions import (
     PREDICT_THREADS,
     PREDICTION_COLUMNS,
@@ -45,8 +54,16 @@ from vrvm.services.predictions import (
 from vrvm.trips.cleaning import CleaningReport, combine_reports
 from vrvm.trips.durable import atomic_write
 from vrvm.trips.formats import CLOCK_FORMATS, WEEKDAY_FORMATS, check_date_format
-from vrvm.trips.layouts import DURATION_ROLES, ROLE_LABELS, ROLES, SCHEMAS
-from vrvm.trips.reader import ReadLimits, iter_trips, read_layout, read_trips
+from vrvm.trips.layouts import (
+    DURATION_ROLES,
+    ROLE_LABELS,
+    ROLES,
+    SCHEMAS,
+    UnknownLayoutError,
+    missing_roles,
+)
+from vrvm.trips.reader import ReadLimits, iter_trips, propose_options, read_layout
+from vrvm.trips.recipes import ReadOptions
 
 if TYPE_CHECKING:
     from vrvm.trips.model import ProgressCallback, TravelTimeModel
@@ -56,6 +73,8 @@ __all__ = [
     "MIN_TRAINING_TRIPS",
     "PREDICT_BATCH_BYTES",
     "PREDICT_PROGRESS_BYTES",
+    "cli_hint",
+    "cli_hints",
     "cmd_inspect",
     "predict_in_batches",
     "predict_progress",
@@ -99,6 +118,11 @@ def _date_format(text: str) -> str:
         return check_date_format(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _zones_arg(zones: tuple[str, str | None]) -> str:
+    path, prop = zones
+    return path if prop is None else f"{path}:{prop}"
 
 
 def _zones(text: str) -> tuple[str, str | None]:
@@ -184,41 +208,114 @@ def reading_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _zone_origin(report, options: dict[str, Any]) -> str:
-    if options["tz"]:
+def zone_origin(report: CleaningReport, tz_given: bool) -> str:
+    """Where the zone of a read's local times came from, in words."""
+    if tz_given:
         return "given with --tz"
     if report.tz_inferred:
         return "the zone where the trips are"
-    return "the layout's city" if report.tz != "UTC" else "no zone known: UTC"
+    return "the layout's city" if report.tz != "UTC" else "vrvm's canonical layout: UTC"
+
+
+def cli_hint(error: UnknownLayoutError, command: str = "train") -> str:
+    """How to name a file's columns on the command line: the proposed ``--map``
+    options (what the upload form pre-fills), or an example of them."""
+    proposal = error.proposal
+    if proposal and not missing_roles(proposal, require_duration=False):
+        options = ReadOptions(column_map=proposal)
+        if command in ("train", "inspect", "update"):
+            line = options.command_line(error.source, command)
+        else:  # commands whose file is not their first argument
+            line = "add " + shlex.join(options.cli_args())
+        return (
+            f"Proposed (the roles the upload form guesses; check them, and `vrvm inspect "
+            f"{error.source}` shows the trips read with them): {line}"
+        )
+    example = " ".join(
+        f"--map {role}={column}"
+        for role, column in (
+            ("start_time", "pickup_time"),
+            ("travel_time_s", "duration_s"),
+            ("origin_lat", "pickup_lat"),
+            ("origin_lon", "pickup_lon"),
+            ("dest_lat", "dropoff_lat"),
+            ("dest_lon", "dropoff_lon"),
+        )
+    )
+    lines = [
+        "Or name the columns yourself with --map ROLE=COLUMN (repeatable; roles: "
+        f"{', '.join(ROLES)}), for example: {example}"
+    ]
+    if proposal:
+        guessed = " ".join(f"--map {role}={column}" for role, column in proposal.items())
+        lines.append(f"Guessed from the column names, incomplete: {guessed}")
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def cli_hints(command: str = "train") -> Iterator[None]:
+    """Errors about a file's columns, with their hint in ``--map`` options, not Python."""
+    try:
+        yield
+    except UnknownLayoutError as exc:
+        raise exc.with_hint(cli_hint(exc, command)) from None
+
+
+def _given_options(args: argparse.Namespace) -> ReadOptions:
+    options = reading_options(args)
+    return ReadOptions(
+        schema=options["schema"],
+        tz=options["tz"],
+        column_map=options["column_map"] or {},
+        date_format=options["date_format"],
+        clock_format=options["clock_format"],
+        weekday_format=options["weekday_format"],
+    )
 
 
 def cmd_inspect(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``vrvm inspect FILE``: layout, roles, ten parsed rows, the report; 0 if trainable.
 
     Reads the header and the first :data:`INSPECT_ROWS` data rows only: a large file
-    inspects as fast as a small one, and says that the report is of those rows.
+    inspects as fast as a small one, and says that the report is of those rows. A
+    header no known layout explains is read with the roles the upload form would
+    pre-fill (:func:`vrvm.trips.reader.propose_options`), and the options that read it
+    so are printed as a command line to copy (status 1: the file needs them).
     """
+    given = _given_options(args)
     options = reading_options(args)
-    layout, columns = read_layout(
-        args.trips, schema=options["schema"], column_map=options["column_map"]
-    )
-    trips, report = read_trips(args.trips, row_numbers=True, max_rows=INSPECT_ROWS, **options)
+    proposal = propose_options(args.trips, given, zones=options["zones"], max_rows=INSPECT_ROWS)
+    layout, trips, report = proposal.layout, proposal.trips, proposal.report
+    columns = proposal.columns
+    guessed_all = not given.column_map and not proposal.recognised
     # A report of INSPECT_ROWS rows may be of the first rows of a longer file.
     first_rows = report.n_input + report.n_empty_rows >= INSPECT_ROWS
     within = f" in its first {INSPECT_ROWS:,} rows" if first_rows else ""
     used = {column: role for role, column in layout.mapping.items()}
     width = max(len(str(c)) for c in columns)
-    lines = [
-        f"file: {args.trips}",
-        f"layout: {layout.schema}" + (f" ({layout.label})" if layout.label else ""),
-        "columns and their roles:",
-    ]
+    lines = [f"file: {args.trips}"]
+    if guessed_all:
+        lines.append(
+            "layout: not recognised from the header; the roles below are guessed from "
+            "the column names, as the upload form pre-fills them: check them"
+        )
+    else:
+        lines.append(f"layout: {layout.schema}" + (f" ({layout.label})" if layout.label else ""))
+    lines.append("columns and their roles:")
+    guessed = set(layout.guessed) | (set(layout.mapping) if guessed_all else set())
     for column in columns:
         role = used.get(column)
         label = re.sub(r"^\.\.\. (or |and )?", "", ROLE_LABELS[role]) if role else ""
         meaning = f"{role}: {label}" if role else "(not used)"
+        meaning += " (guessed)" if role in guessed else ""
         lines.append(f"  {column:<{width}}  {meaning}")
-    lines.append(f"time zone: {report.tz} ({_zone_origin(report, options)})")
+    lines.append(f"time zone: {report.tz} ({zone_origin(report, bool(given.tz))})")
+    if proposal.options != given:
+        lines.append(
+            "read it this way with: "
+            + proposal.options.command_line(str(args.trips))
+            + (f" --zones {shlex.quote(_zones_arg(args.zones))}" if args.zones else "")
+        )
     lines.append("")
     if first_rows:
         lines.append(
@@ -236,7 +333,13 @@ def cmd_inspect(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> i
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             lines.append(shown.to_string(index=False))
         lines.append("")
-    if report.n_kept >= MIN_TRAINING_TRIPS:
+    if guessed_all:
+        lines.append(
+            f"needs the options above: `vrvm train {args.trips}` alone does not know the "
+            f"columns ({report.n_kept:,} trips kept with them{within})"
+        )
+        status = 1
+    elif report.n_kept >= MIN_TRAINING_TRIPS:
         lines.append(f"can be trained on: {report.n_kept:,} trips kept{within}")
         status = 0
     else:
@@ -463,7 +566,7 @@ def predict_in_batches(
 
 def _write_csv(handle: IO[str], tables: Iterable[pd.DataFrame]) -> None:
     for i, table in enumerate(tables):
-        table.to_csv(handle, index=False, header=i == 0)
+        safe_cells(table).to_csv(handle, index=False, header=i == 0)
 
 
 def _copy_csv(source: IO[str], target: IO[str], scored: bool) -> None:

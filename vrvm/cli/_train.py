@@ -5,17 +5,17 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
 
 from vrvm.cli._output import ProgressBar, holdout_summary, print_report
-from vrvm.cli._reading import reading_options
+from vrvm.cli._reading import reading_options, zone_origin
 from vrvm.services.models import default_model_name, model_name
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_dir import MODEL_FILE
-from vrvm.trips.reader import read_trips
+from vrvm.trips.reader import read_layout, read_trips
 from vrvm.trips.split import split_holdout
 
 __all__ = ["check_model_target", "cmd_train", "fit_with_progress"]
@@ -64,10 +64,14 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
     split_seed = args.seed
     if split_seed is None and args.holdout > 0:
         split_seed = int(np.random.SeedSequence().generate_state(1)[0])
-    if _out_of_core(Path(args.trips), model):
-        n_train, metrics = _train_out_of_core(model, args, split_seed, stderr)
+    if Path(args.trips).is_file():  # the layout read with, said (a folder: per file)
+        layout, _ = read_layout(args.trips, args.schema, dict(args.map) or None)
     else:
-        n_train, metrics = _train_in_memory(model, args, split_seed, stderr)
+        layout = None
+    if _out_of_core(Path(args.trips), model):
+        n_train, metrics, report = _train_out_of_core(model, args, split_seed, stderr)
+    else:
+        n_train, metrics, report = _train_in_memory(model, args, split_seed, stderr)
     model.save(args.out, metrics=metrics)
 
     relevance = model.n_relevance_
@@ -78,6 +82,8 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         "relevance vectors per member: "
         + ", ".join(str(int(r)) for r in relevance)
         + f" (mean {relevance.mean():.1f})",
+        f"time zone: {model.tz_}"
+        + (f" ({zone_origin(report, bool(args.tz))})" if report is not None else ""),
         f"trips per member: {int(model.shard_sizes_.min()):,}-{int(model.shard_sizes_.max()):,}"
         + (
             f", stratified on H3 resolution {model.h3_resolution_} zones x hour"
@@ -102,6 +108,8 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             f"refitted on all of them ({parts:,} part{'s' if parts != 1 else ''} read "
             f"{_TIMES[two_stage.get('passes', 2)]})"
         )
+    if layout is not None:
+        lines.insert(1, f"layout: {layout.schema}" + (f" ({layout.label})" if layout.label else ""))
     if metrics is not None:
         lines.append(holdout_summary(metrics, args.units))
     lines.append(f"saved to {args.out}" + (" (with the held-out metrics)" if metrics else ""))
@@ -145,7 +153,7 @@ def _holdout_metrics(model, args, split_seed, test, n_train: int, n_test: int) -
     return {"holdout": holdout, **model.evaluate(test)}
 
 
-def _train_in_memory(model, args, split_seed, stderr: IO[str]) -> tuple[int, dict | None]:
+def _train_in_memory(model, args, split_seed, stderr: IO[str]) -> tuple[int, dict | None, Any]:
     trips, report = read_trips(args.trips, **reading_options(args))
     if not args.quiet:
         print_report(report, "training data", stderr)
@@ -156,11 +164,12 @@ def _train_in_memory(model, args, split_seed, stderr: IO[str]) -> tuple[int, dic
         trips, test = split_holdout(trips, args.holdout, seed=split_seed)
     fit_with_progress(model, trips, args.quiet, stderr)
     if test is None:
-        return len(trips), None
-    return len(trips), _holdout_metrics(model, args, split_seed, test, len(trips), len(test))
+        return len(trips), None, report
+    metrics = _holdout_metrics(model, args, split_seed, test, len(trips), len(test))
+    return len(trips), metrics, report
 
 
-def _train_out_of_core(model, args, split_seed, stderr: IO[str]) -> tuple[int, dict | None]:
+def _train_out_of_core(model, args, split_seed, stderr: IO[str]) -> tuple[int, dict | None, Any]:
     """Two passes over the data, part by part (:func:`vrvm.trips.training.fit_dataset`)."""
     from vrvm.trips.dataset import TripDataset
     from vrvm.trips.training import fit_dataset
@@ -184,11 +193,12 @@ def _train_out_of_core(model, args, split_seed, stderr: IO[str]) -> tuple[int, d
         print_report(outcome.report, "training data", stderr)
     n_train = int(model.shard_sizes_.sum())
     if args.holdout <= 0:
-        return n_train, None
+        return n_train, None, outcome.report
     if outcome.test is None or len(outcome.test) == 0:
         raise ValueError(f"{args.trips}: no trips were held out; use a larger --holdout")
     test = outcome.test.drop(columns=["file", "row"])
-    return n_train, _holdout_metrics(model, args, split_seed, test, n_train, outcome.n_test)
+    metrics = _holdout_metrics(model, args, split_seed, test, n_train, outcome.n_test)
+    return n_train, metrics, outcome.report
 
 
 def check_model_target(path: Path) -> None:

@@ -10,6 +10,12 @@ cleaning report and a preview of the first trips as read, or the message (for a 
 which one and how to raise it), or, when the columns (or a date, clock or weekday
 format) are not understood, what a form must ask.
 
+The form asks what the reader could not decide, and pre-fills it with what every door
+proposes (:func:`vrvm.trips.reader.propose_options`: the roles guessed from the column
+names, the formats found in the first rows), so that the form, the CLI with any
+``--map`` options, a recipe and Python read a file alike; a file whose zone cannot be
+told from where its trips are asks for the zone (``zone_question``).
+
 A mapping the user gives can be kept as a named *recipe* in the data home
 (:func:`save_recipe`); the next file with the same header is read with it, without
 the form (:func:`read_upload` with ``home``).
@@ -28,18 +34,26 @@ from vrvm.services.access import Access, record
 from vrvm.trips.cleaning import CleaningReport
 from vrvm.trips.formats import CLOCK_FORMATS, DATE_FORMATS, WEEKDAY_FORMATS, TimeFormatError
 from vrvm.trips.home import load_zone_file, recipe_book
-from vrvm.trips.layouts import ROLE_LABELS, UnknownLayoutError, guess_column_map
+from vrvm.trips.layouts import (
+    ROLE_LABELS,
+    UnknownLayoutError,
+    complete_column_map,
+    guess_column_map,
+    missing_roles,
+)
 from vrvm.trips.reader import (
     ReadLimits,
     TripFileError,
     ZonesNeededError,
     check_expansion,
+    propose_options,
     read_layout,
     read_rows,
     read_trips,
 )
 from vrvm.trips.recipes import ReadOptions
 from vrvm.trips.settings import env_int
+from vrvm.trips.timezones import ZoneUnknownError
 
 __all__ = [
     "CLOCK_FORMATS",
@@ -56,6 +70,7 @@ __all__ = [
     "UploadOutcome",
     "check_upload",
     "example_rows",
+    "form_defaults",
     "guess_column_map",
     "max_upload_rows",
     "preview_rows",
@@ -119,6 +134,12 @@ class UploadOutcome:
         The name of the saved recipe that was used, if one was.
     preview : pandas.DataFrame
         The first trips as read (:func:`preview_rows`).
+    proposal : ReadOptions or None
+        What the form pre-fills when it must ask: the roles and formats every door
+        proposes for this file (:func:`vrvm.trips.reader.propose_options`).
+    zone_question : ZoneUnknownError or None
+        The zone of the file's local times cannot be told from where its trips are:
+        the form must ask for it.
     """
 
     name: str
@@ -134,6 +155,8 @@ class UploadOutcome:
     options: ReadOptions | None = None
     recipe: str | None = None
     preview: pd.DataFrame = field(default_factory=pd.DataFrame)
+    proposal: ReadOptions | None = None
+    zone_question: ZoneUnknownError | None = None
 
     @property
     def ok(self) -> bool:
@@ -279,6 +302,11 @@ def read_upload(
         )
     except UnknownLayoutError as exc:
         outcome.error, outcome.needs_mapping, outcome.columns = str(exc), True, exc.columns
+        outcome.proposal = _proposal(name, data, exc, limits)
+        return outcome
+    except ZoneUnknownError as exc:
+        outcome.error, outcome.needs_mapping, outcome.zone_question = str(exc), True, exc
+        outcome.columns = _columns(name, data)
         return outcome
     except ZonesNeededError as exc:
         outcome.error, outcome.needs_mapping, outcome.zones_needed = str(exc), True, True
@@ -307,6 +335,40 @@ def read_upload(
     outcome.preview = preview_rows(trips, report)
     outcome.columns = _columns(name, data)  # the header a recipe is kept for
     return outcome
+
+
+def _proposal(name: str, data: bytes, error: UnknownLayoutError, limits: ReadLimits) -> ReadOptions:
+    """What the form pre-fills for a file whose columns are not understood: the roles
+    and formats every door proposes, or the guessed roles alone if they do not read."""
+    guess = ReadOptions(column_map=error.proposal)
+    if missing_roles(error.proposal):
+        return guess
+    try:
+        return propose_options(
+            data, guess, source=name, max_rows=PREVIEW_READ_ROWS, limits=limits
+        ).options
+    except Exception:  # the form asks, and its preview then says what fails
+        return guess
+
+
+def form_defaults(outcome: UploadOutcome) -> ReadOptions:
+    """The answers a mapping form starts from: the options given, else the proposal.
+
+    Examples
+    --------
+    >>> outcome = UploadOutcome("t.csv", columns=["pickup_date", "pickup_time", "duration_s"])
+    >>> form_defaults(outcome).column_map
+    {'start_date': 'pickup_date', 'travel_time_s': 'duration_s', 'start_clock': 'pickup_time'}
+    """
+    given = outcome.options or ReadOptions()
+    proposal = outcome.proposal or ReadOptions(
+        column_map=complete_column_map({}, outcome.columns)[0]
+    )
+    merged = given.to_dict()
+    for option, value in proposal.to_dict().items():
+        if not merged[option] or merged[option] == "auto":
+            merged[option] = value
+    return ReadOptions.from_dict(merged)
 
 
 def _columns(name: str, data: bytes) -> list[str]:

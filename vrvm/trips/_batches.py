@@ -45,8 +45,8 @@ from vrvm.trips._survey import TimeSurvey
 from vrvm.trips.cleaning import CleaningReport, clean_parsed
 from vrvm.trips.formats import TimeFormatError, TimeFormats
 from vrvm.trips.layouts import COORDINATE_ROLES, Layout, resolve_layout
-from vrvm.trips.parsing import ColumnPlan, Parsed, _places, parse_columns
-from vrvm.trips.timezones import zone_at, zone_name
+from vrvm.trips.parsing import ColumnPlan, Parsed, ReadChecks, _places, parse_columns
+from vrvm.trips.timezones import trips_zone, zone_name
 
 if TYPE_CHECKING:
     from vrvm.trips.zone_files import ZoneFile
@@ -306,7 +306,14 @@ class Reading:
         return None if self.zone_file is None else self.zone_file.representative_points
 
     def zone(self, layout: Layout, native_zone: str | None = None) -> str | None:
-        """The zone of local times; None: where the trips are (found from the rows)."""
+        """The zone of local times; None: where the trips are (found from the rows).
+
+        The one rule of every door (form, CLI, recipe, Python): the zone given
+        (``tz``) wins, then the city a recognised layout names, then the zone a
+        Parquet column carries; a layout that names no city is read where its trips
+        are (:func:`~vrvm.trips.timezones.trips_zone`, which refuses rather than
+        guess); only vrvm's own ``canonical`` layout falls back to UTC.
+        """
         return self.tz or layout.zone or native_zone or (None if layout.infer_zone else "UTC")
 
 
@@ -320,7 +327,12 @@ def parse_whole(src: Source, raw: RawTable, reading: Reading) -> Parsed:
     start_column = layout.mapping.get("start_time")
     native_zone = zone_name(raw.frame[start_column].dtype) if start_column else None
     zone = reading.zone(layout, native_zone)
-    return parse_columns(raw.frame, layout, zone, reading.formats, reading.zone_points)
+    if zone is None:  # where the trips start; refused (ZoneUnknownError) when unclear
+        coords, _ = _places(raw.frame, layout.mapping, reading.zone_points)
+        zone = trips_zone(coords["origin_lat"], coords["origin_lon"], source=src.name)
+    parsed = parse_columns(raw.frame, layout, zone, reading.formats, reading.zone_points)
+    parsed.zone_inferred = reading.zone(layout, native_zone) is None
+    return parsed
 
 
 def concat_parsed(parts: list[Parsed], zone: str, inferred: bool, notes, plans) -> Parsed:
@@ -339,6 +351,7 @@ def concat_parsed(parts: list[Parsed], zone: str, inferred: bool, notes, plans) 
         notes=dict(notes),
         dateless=first.dateless,
         plans=dict(plans),
+        checks=ReadChecks.concat([p.checks for p in parts]),
     )
 
 
@@ -400,11 +413,11 @@ def parse_batches(
         rows.append(batch.rows)
     if sum(len(r) for r in rows) == 0:
         raise no_data_rows(src)
-    final, notes = survey.plans(zone_points=reading.zone_points)
-    if zone is None:  # the zone where most trips start, as a whole-file read finds it
+    if zone is None:  # the zone where the trips start, as a whole-file read finds it
         lat = np.concatenate([p.coords["origin_lat"] for p in parts])
         lon = np.concatenate([p.coords["origin_lon"] for p in parts])
-        zone = zone_at(lat, lon) or "UTC"
+        zone = trips_zone(lat, lon, source=src.name)
+    final, notes = survey.plans(zone_points=reading.zone_points)
     redo = {i for i, p in enumerate(parts) if p.zone != zone or differs(p.plans, final)}
     if redo:
         with contextlib.closing(again()) as batches_again:
@@ -602,10 +615,10 @@ def survey_file(src: Source, layout: Layout, reading: Reading, batches) -> Surve
             raise no_data_rows(src)
         if not with_points:
             raise zones_needed(src, layout, list(dict.fromkeys(layout.mapping.values())))
-        plans, notes = survey.plans(zone_points=reading.zone_points)
         inferred = zone is None
         if inferred:
-            zone = zone_at(np.concatenate(lat), np.concatenate(lon)) or "UTC"
+            zone = trips_zone(np.concatenate(lat), np.concatenate(lon), source=src.name)
+        plans, notes = survey.plans(zone_points=reading.zone_points)
         return Survey(plans, notes, zone, inferred, as_text)
     raise AssertionError("unreachable: each column is read as text at most once")
 

@@ -47,6 +47,26 @@ Anything else can be read by naming the columns with ``column_map``, a dict from
 canonical name (or ``"end_time"``, a drop-off time to subtract the start from) to a
 column of the file.
 
+One reading, whatever the door
+------------------------------
+:func:`resolve_layout` is the one place that decides a file's layout and roles, for
+the upload form, every CLI command, saved recipes and :func:`~vrvm.trips.reader.read_trips`:
+
+1. A schema is *recognised* only by what the header holds: every column of one of its
+   variants is present. A ``column_map`` may then replace some of its roles (and
+   :func:`guess_column_map` fills what a replaced group still lacks). A schema is
+   never chosen because a map supplied the columns it lacks (a file with NYC
+   coordinates and its own start column is not "chicago"), unless ``schema`` names it.
+2. Otherwise the file is ``custom``: the roles the ``column_map`` names, completed by
+   :func:`guess_column_map` (the guess the upload form pre-fills), so that any subset
+   of the roles given reads the file as the form does. Without any ``column_map`` an
+   unrecognised header is refused (:class:`UnknownLayoutError`, which carries the
+   proposed map): nothing is read on a guess nobody was shown.
+3. The time zone: a recognised layout that names its city uses that city's zone; any
+   other file (``custom``, ``bikeshare``) is read in the zone where its trips are
+   (:func:`~vrvm.trips.timezones.trips_zone`, which refuses rather than guess); ``tz``
+   overrides both. Only ``canonical`` (vrvm's own export) keeps UTC for naive times.
+
 The Chicago notes above are why ``Layout.unix_is_local`` exists: numbers in such a
 file's time columns are read as the city's wall clock, not as true unix time.
 """
@@ -66,10 +86,12 @@ __all__ = [
     "SCHEMAS",
     "Layout",
     "UnknownLayoutError",
+    "complete_column_map",
     "detect_schema",
     "guess_column_map",
     "missing_roles",
     "normalise_column",
+    "python_hint",
     "resolve_layout",
 ]
 
@@ -112,18 +134,48 @@ _ROLE_GROUPS: tuple[tuple[str, ...], ...] = (
 class UnknownLayoutError(ValueError):
     """No known layout, nor the given ``column_map``, says which column holds each role.
 
+    The message ends with how to name the columns in Python (``column_map=``);
+    :meth:`with_hint` gives the same error with another door's words (the CLI's
+    ``--map`` flags).
+
     Attributes
     ----------
     source : str
         The file's name.
     columns : list of str
         The columns found in the file, for a form that lets the user name them.
+    proposal : dict of str to str
+        Role -> column as :func:`complete_column_map` proposes them for this header
+        (what the upload form pre-fills and ``vrvm inspect`` prints); may be
+        incomplete.
+    details : str
+        The message without its last lines (the hint on how to name columns).
     """
 
-    def __init__(self, message: str, *, source: str, columns: Sequence[str]):
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str,
+        columns: Sequence[str],
+        proposal: Mapping[str, str] | None = None,
+        details: str | None = None,
+    ):
         super().__init__(message)
         self.source = source
         self.columns = list(columns)
+        self.proposal = dict(proposal or {})
+        self.details = message if details is None else details
+
+    def with_hint(self, hint: str) -> UnknownLayoutError:
+        """The same error, its closing hint replaced by ``hint``."""
+        return UnknownLayoutError(
+            f"{self.details}\n{hint}",
+            source=self.source,
+            columns=self.columns,
+            proposal=self.proposal,
+            details=self.details,
+        )
 
 
 @dataclass(frozen=True)
@@ -132,7 +184,8 @@ class Layout:
 
     ``unix_is_local``: numbers in the time columns are the city's wall clock written
     as if it were UTC (the ``chicago`` schema). ``infer_zone``: the layout names no
-    city, so local times are read in the zone where the trips are. ``label``: which
+    city, so local times are read in the zone where the trips are (``custom``
+    layouts too). ``guessed``: roles filled in by :func:`guess_column_map`. ``label``: which
     variant of the schema matched. ``date_order``: the order the layout's exporter
     writes ambiguous dates in (``"monthfirst"`` for US portals), used only when the
     values cannot tell. ``weekday_format``: how its weekday column is numbered.
@@ -146,6 +199,9 @@ class Layout:
     label: str = ""
     date_order: str | None = None
     weekday_format: str | None = None
+    guessed: tuple[str, ...] = ()
+    """Roles taken from :func:`guess_column_map`, not from the header's layout nor the
+    user's map (said in messages, so that a guess is never silent)."""
 
     @property
     def needs_zones(self) -> bool:
@@ -513,6 +569,63 @@ _CONFLICTS: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 
 
+def _conflict(mapping: Mapping[str, str]) -> str | None:
+    """Why the roles of ``mapping`` cannot go together, or None."""
+    for roles, why in _CONFLICTS:
+        given = [r for r in roles if r in mapping]
+        if roles[0] in given and len(given) > 1:
+            return why
+    if "start_minute" in mapping and "start_hour" not in mapping:
+        return "start_minute needs start_hour"
+    return None
+
+
+def complete_column_map(
+    column_map: Mapping[str, str], columns: Sequence[object]
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The roles ``column_map`` names, completed by :func:`guess_column_map`.
+
+    A guessed role is added only if its column is not already given a role and it goes
+    with the roles named so far (naming ``start_time`` keeps a guessed ``start_date``
+    out; naming ``travel_time_min`` keeps a guessed ``travel_time_s`` out). This is
+    the guess the upload form pre-fills, so a CLI with any subset of ``--map``
+    options reads a file as the form does.
+
+    Returns
+    -------
+    mapping : dict of str to str
+        Role -> column.
+    guessed : tuple of str
+        The roles that came from the guess.
+
+    Examples
+    --------
+    >>> columns = ["date", "Time", "pickup_latitude", "pickup_longitude",
+    ...            "dropoff_latitude", "dropoff_longitude", "trip_duration"]
+    >>> mapping, guessed = complete_column_map({"start_clock": "Time"}, columns)
+    >>> mapping["start_date"], mapping["travel_time_s"], guessed[:2]
+    ('date', 'trip_duration', ('start_date', 'travel_time_s'))
+    >>> complete_column_map({"start_time": "date"}, columns)[0].get("start_clock") is None
+    True
+    """
+    merged = dict(column_map)
+    used = set(merged.values())
+    guessed = []
+    for role, column in guess_column_map([str(c) for c in columns]).items():
+        if role in merged or column in used:
+            continue
+        trial = {**merged, role: column}
+        if _conflict(trial) is not None:
+            continue
+        merged, used = trial, used | {column}
+        guessed.append(role)
+    # start_minute is guessed before start_hour: drop it if its hour did not come.
+    if "start_minute" in guessed and "start_hour" not in merged:
+        merged.pop("start_minute")
+        guessed.remove("start_minute")
+    return merged, tuple(guessed)
+
+
 def _check_conflicts(mapping: Mapping[str, str], what: str) -> None:
     for roles, why in _CONFLICTS:
         given = [r for r in roles if r in mapping]
@@ -592,15 +705,42 @@ def _unknown_schema_message(
                 best = (n_present, label, missing)
     if best is not None and best[0] >= 3:
         lines.append(f"Closest match: {best[1]}, which lacks {', '.join(best[2])}.")
-    lines.append(
+    return "\n".join(lines)
+
+
+_EXAMPLE_MAP = {
+    "start_time": "pickup_time",
+    "travel_time_s": "duration_s",
+    "origin_lat": "pickup_lat",
+    "origin_lon": "pickup_lon",
+    "dest_lat": "dropoff_lat",
+    "dest_lon": "dropoff_lon",
+}
+
+
+def python_hint(proposal: Mapping[str, str], require_duration: bool = True) -> str:
+    """How to name a file's columns in Python: the proposed map, or an example.
+
+    Examples
+    --------
+    >>> print(python_hint({"start_time": "t", "travel_time_s": "s", "origin_lat": "a",
+    ...                    "origin_lon": "b", "dest_lat": "c", "dest_lon": "d"}))
+    Proposed: the roles guessed from the column names (check them):
+      read_trips(path, column_map={'start_time': 't', 'travel_time_s': 's', \
+'origin_lat': 'a', 'origin_lon': 'b', 'dest_lat': 'c', 'dest_lon': 'd'})
+    """
+    if proposal and not missing_roles(proposal, require_duration):
+        return (
+            "Proposed: the roles guessed from the column names (check them):\n"
+            f"  read_trips(path, column_map={dict(proposal)!r})"
+        )
+    lines = [
         "Or name the columns yourself (replace the right-hand names with yours; use "
-        "'end_time' instead of 'travel_time_s' to compute it from a drop-off time):"
-    )
-    lines.append(
-        "  read_trips(path, column_map={'start_time': 'pickup_time', "
-        "'travel_time_s': 'duration_s', 'origin_lat': 'pickup_lat', "
-        "'origin_lon': 'pickup_lon', 'dest_lat': 'dropoff_lat', 'dest_lon': 'dropoff_lon'})"
-    )
+        "'end_time' instead of 'travel_time_s' to compute it from a drop-off time):",
+        f"  read_trips(path, column_map={_EXAMPLE_MAP!r})",
+    ]
+    if proposal:
+        lines.append(f"  (guessed from the column names, incomplete: {dict(proposal)!r})")
     return "\n".join(lines)
 
 
@@ -609,8 +749,18 @@ def resolve_layout(
 ) -> Layout:
     """The layout of a file with these ``columns``, or :class:`UnknownLayoutError`.
 
-    ``name`` names the file in messages. Without ``require_duration`` the returned
-    mapping may lack both duration roles.
+    The one decision of layout and roles for every door (see "One reading, whatever
+    the door" in the module docs). ``name`` names the file in messages. Without
+    ``require_duration`` the returned mapping may lack both duration roles.
+
+    Examples
+    --------
+    >>> columns = ["date", "Time", "pickup_latitude", "pickup_longitude",
+    ...            "dropoff_latitude", "dropoff_longitude", "trip_duration"]
+    >>> given = {"start_date": "date", "start_clock": "Time", "travel_time_s": "trip_duration"}
+    >>> layout = resolve_layout(columns, "auto", given, "f.csv")
+    >>> layout.schema, layout.zone, layout.infer_zone, layout.guessed
+    ('custom', None, True, ('origin_lat', 'origin_lon', 'dest_lat', 'dest_lon'))
     """
     if schema != "auto" and schema not in _SCHEMA_BY_NAME:
         raise ValueError(f"schema must be 'auto' or one of {list(SCHEMAS)}, got {schema!r}")
@@ -618,14 +768,22 @@ def resolve_layout(
     user = _validate_user_map(column_map, index, name, columns)
     candidates = _SCHEMA_LIST if schema == "auto" else (_SCHEMA_BY_NAME[schema],)
 
-    # 1. A layout fully present in the file, optionally adjusted by the user.
+    def completed(mapping: dict[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+        # A map that leaves roles open is completed by the form's guess (never an
+        # empty map: a file nobody named anything of is not read on a guess).
+        if not user or _is_complete(mapping, require_duration):
+            return mapping, ()
+        return complete_column_map(mapping, columns)
+
+    # 1. A layout fully present in the file (recognised by its header), optionally
+    #    adjusted by the user.
     for sch in candidates:
         for variant in sch.variants:
             mapping = _match_variant(variant, index)
             if mapping is not None:
-                merged = _with_user_map(mapping, user)
+                merged, guessed = completed(_with_user_map(mapping, user))
                 if _is_complete(merged, require_duration):
-                    return _layout(sch, variant, merged, user)
+                    return _layout(sch, variant, merged, user, guessed)
     # 1b. Travel time optional: a layout whose start and place columns are present
     #     (only after every full match failed, so a file's travel times are never missed).
     if not require_duration:
@@ -633,13 +791,16 @@ def resolve_layout(
             for variant in sch.variants:
                 mapping = _match_variant(_without_duration(variant), index)
                 if mapping is not None:
-                    merged = _with_user_map(mapping, user)
+                    merged, guessed = completed(_with_user_map(mapping, user))
                     if _is_complete(merged, require_duration):
-                        return _layout(sch, variant, merged, user)
-    # 2. A layout the user's map completes: every column of the groups the user did not
-    #    name must be present (and at least one, otherwise nothing identifies the schema).
-    touched = {role for group in _ROLE_GROUPS if any(r in user for r in group) for role in group}
-    for sch in candidates:
+                        return _layout(sch, variant, merged, user, guessed)
+    if schema != "auto":
+        # 2. A layout the user named (schema=...) and whose map completes it: every
+        #    column of the groups the user did not name must be present.
+        touched = {
+            role for group in _ROLE_GROUPS if any(r in user for r in group) for role in group
+        }
+        sch = _SCHEMA_BY_NAME[schema]
         for variant in sch.variants:
             kept = {r: c for r, c in variant.columns.items() if r not in touched}
             if not require_duration:  # a duration column the file lacks is not needed
@@ -653,27 +814,43 @@ def resolve_layout(
                 merged = _with_user_map(mapping, user)
                 if _is_complete(merged, require_duration):
                     return _layout(sch, variant, merged, user)
-    # 3. The user named everything: a custom schema, or a named one with other names.
-    if _is_complete(user, require_duration):
-        if schema == "auto":
-            return Layout("custom", dict(user), None, label="column map")
-        sch = _SCHEMA_BY_NAME[schema]
-        return _layout(sch, _Variant("column map", {}), dict(user), user)
+        # 3. The user named everything of the schema they named, with other names.
+        if _is_complete(user, require_duration):
+            return _layout(sch, _Variant("column map", {}), dict(user), user)
+    else:
+        # 3. Not recognised: the user's roles, completed as the upload form guesses.
+        merged, guessed = completed(dict(user))
+        if user and _is_complete(merged, require_duration):
+            label = "column map" + (f", guessed {', '.join(guessed)}" if guessed else "")
+            return Layout("custom", merged, None, infer_zone=True, label=label, guessed=guessed)
+    proposal = complete_column_map(user, columns)[0]
     message = _unknown_schema_message(name, columns, index, schema, require_duration)
     if user:
-        lacking = "; ".join(missing_roles(user, require_duration))
+        lacking = "; ".join(missing_roles(completed(dict(user))[0], require_duration))
         message = (
             f"{name}: the column map names {sorted(user)} but no layout completes it; "
             f"still needed: {lacking}.\n" + message
         )
-    raise UnknownLayoutError(message, source=name, columns=[str(c) for c in columns])
+    raise UnknownLayoutError(
+        message + "\n" + python_hint(proposal, require_duration),
+        source=name,
+        columns=[str(c) for c in columns],
+        proposal=proposal,
+        details=message,
+    )
 
 
 def _layout(
-    schema: _Schema, variant: _Variant, mapping: dict[str, str], user: Mapping[str, str]
+    schema: _Schema,
+    variant: _Variant,
+    mapping: dict[str, str],
+    user: Mapping[str, str],
+    guessed: tuple[str, ...] = (),
 ) -> Layout:
     # The variant's weekday numbering holds only for its own weekday column.
-    own_weekday = "weekday" not in user and "weekday" in variant.columns
+    own_weekday = (
+        "weekday" not in user and "weekday" not in guessed and "weekday" in variant.columns
+    )
     return Layout(
         schema.name,
         mapping,
@@ -683,6 +860,7 @@ def _layout(
         label=variant.label,
         date_order=schema.date_order,
         weekday_format=variant.weekday_format if own_weekday else None,
+        guessed=guessed,
     )
 
 

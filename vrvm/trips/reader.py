@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 import pandas as pd
@@ -82,19 +83,23 @@ from vrvm.trips._source import (
 from vrvm.trips._survey import TimeSurvey
 from vrvm.trips.cleaning import CleaningConfig, CleaningReport, as_config, check_flag, clean_parsed
 from vrvm.trips.formats import TimeFormats
-from vrvm.trips.layouts import Layout, resolve_layout
+from vrvm.trips.layouts import Layout, UnknownLayoutError, missing_roles, resolve_layout
+from vrvm.trips.parsing import ColumnPlan
+from vrvm.trips.recipes import ReadOptions
 from vrvm.trips.timezones import check_zone
 
 if TYPE_CHECKING:  # read only for zone-id trips; shapely loads on first use
     from vrvm.trips.zone_files import ZoneFile
 
 __all__ = [
+    "Proposal",
     "ReadLimits",
     "TripFileError",
     "ZonesNeededError",
     "check_expansion",
     "expanded_size",
     "iter_trips",
+    "propose_options",
     "read_layout",
     "read_rows",
     "read_trips",
@@ -131,7 +136,11 @@ def read_trips(
         Source schema; ``"auto"`` picks it from the header (see the module docs).
     tz : str or None, default=None
         IANA zone for times without an offset, and the zone of the returned
-        ``start_time``. Default: the schema's city zone, else UTC.
+        ``start_time``. Default: the city of a recognised layout; for a file that
+        names no city (``custom``, ``bikeshare``) the zone where its trips start
+        (:func:`~vrvm.trips.timezones.trips_zone`, refused with
+        :class:`~vrvm.trips.timezones.ZoneUnknownError` when that cannot be told);
+        UTC for the ``canonical`` layout.
     column_map : dict or None, default=None
         Role -> column of the file, with the roles of
         :data:`vrvm.trips.layouts.ROLES`: ``origin_lat origin_lon dest_lat dest_lon``
@@ -140,7 +149,9 @@ def read_trips(
         ``weekday`` for files without a date; ``travel_time_s``,
         ``travel_time_min`` or ``end_time``. Overrides or completes the detected
         schema's mapping (a role replaces the schema's roles for the same thing),
-        or defines one (schema ``"custom"``) when no schema matches.
+        or defines one (schema ``"custom"``) when the header matches no schema; the
+        roles it leaves open are then guessed as the upload form guesses them
+        (:func:`~vrvm.trips.layouts.complete_column_map`).
     cleaning : CleaningConfig, dict or None, default=None
         Cleaning thresholds; ``None`` means ``CleaningConfig()``.
     source : str or None, default=None
@@ -248,10 +259,44 @@ def read_trips(
     >>> report.dropped_rows["missing_coordinates"].tolist()
     [3]
     """
+    trips, report, _, _ = _read(
+        path_or_buffer,
+        schema,
+        tz,
+        column_map,
+        cleaning,
+        source=source,
+        require_travel_time=require_travel_time,
+        row_numbers=row_numbers,
+        formats=(date_format, clock_format, weekday_format),
+        zones=zones,
+        max_rows=max_rows,
+        limits=limits,
+    )
+    return trips, report
+
+
+def _read(
+    path_or_buffer,
+    schema,
+    tz,
+    column_map,
+    cleaning,
+    *,
+    source,
+    require_travel_time,
+    row_numbers,
+    formats,
+    zones,
+    max_rows,
+    limits,
+) -> tuple[pd.DataFrame, CleaningReport, Layout, dict[str, ColumnPlan]]:
+    """:func:`read_trips`, with the layout and the format decisions it read with."""
     config = as_config(cleaning)
     tz = check_zone(tz)
     require_travel_time = check_flag(require_travel_time, "require_travel_time")
     row_numbers = check_flag(row_numbers, "row_numbers")
+    date_format, clock_format, weekday_format = formats
     formats = TimeFormats(date_format or "auto", clock_format or "auto", weekday_format)
     zone_file = as_zone_file(zones)
     src = open_source(path_or_buffer, source, limits)
@@ -266,7 +311,7 @@ def read_trips(
         columns, sep = read_csv_header(src)
         layout = resolve_layout(columns, schema, column_map, src.name, require_travel_time)
         parsed, rows, n_empty = parse_csv(src, sep, layout, reading, max_rows)
-    return clean_parsed(
+    trips, report = clean_parsed(
         parsed,
         rows,
         config,
@@ -276,6 +321,7 @@ def read_trips(
         require_duration=require_travel_time,
         row_numbers=row_numbers,
     )
+    return trips, report, layout, dict(parsed.plans)
 
 
 def iter_trips(
@@ -409,6 +455,127 @@ def read_layout(
     src = open_source(path_or_buffer, source, limits)
     columns = file_columns(src)
     return resolve_layout(columns, schema, column_map, src.name, require_travel_time), columns
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """How a file would be read: the options to give, and the first trips read with them.
+
+    Attributes
+    ----------
+    options : ReadOptions
+        The options given, completed: every role of the layout (for a file whose
+        header no known layout explains) and the formats found in its first rows.
+    layout : Layout
+        The layout read with.
+    recognised : bool
+        The header alone names the layout (the options add nothing that is needed).
+    trips, report
+        The first rows as :func:`read_trips` reads them with ``options``.
+    columns : list of str
+        The file's columns.
+    """
+
+    options: ReadOptions
+    layout: Layout
+    recognised: bool
+    trips: pd.DataFrame
+    report: CleaningReport
+    columns: list[str]
+
+
+def _formats_found(plans: Mapping[str, ColumnPlan], layout: Layout) -> dict[str, str]:
+    """The format options that say what the reader detected (not the layout's own)."""
+    found: dict[str, str] = {}
+    for role in ("start_time", "start_date"):
+        order = plans.get(role, ColumnPlan()).order
+        if order in ("dayfirst", "monthfirst") and layout.date_order != order:
+            found["date_format"] = order
+    clock = plans.get("start_clock", ColumnPlan()).clock_format
+    if clock is not None:
+        found["clock_format"] = clock
+    weekday = plans.get("weekday", ColumnPlan()).weekday_format
+    if weekday is not None and weekday != layout.weekday_format:
+        found["weekday_format"] = weekday
+    return found
+
+
+def propose_options(
+    path_or_buffer: str | os.PathLike[str] | bytes | IO[bytes],
+    options: ReadOptions | None = None,
+    *,
+    source: str | None = None,
+    zones: ZoneFile | str | os.PathLike[str] | None = None,
+    max_rows: int = 2000,
+    limits: ReadLimits | None = None,
+) -> Proposal:
+    """The options that read a file as the upload form and ``vrvm inspect`` propose.
+
+    The roles are those :func:`~vrvm.trips.layouts.resolve_layout` decides for
+    ``options``; when the header is not recognised and ``options`` name no column,
+    the roles the form pre-fills (:func:`~vrvm.trips.layouts.complete_column_map`).
+    The first ``max_rows`` rows are read with them, and the formats found there are
+    added, so that the options, given explicitly, read the file as it was read here.
+
+    Raises
+    ------
+    UnknownLayoutError
+        If even the guess does not name every role needed; otherwise as
+        :func:`read_trips`.
+
+    Examples
+    --------
+    >>> csv = (b"date,Time,pickup_latitude,pickup_longitude,dropoff_latitude,"
+    ...        b"dropoff_longitude,trip_duration\\n"
+    ...        b"16-5-2016,8.25,40.75,-73.99,40.76,-73.98,600\\n"
+    ...        b"3-5-2016,17.5,40.76,-73.97,40.75,-73.99,900\\n")
+    >>> proposal = propose_options(csv, source="trips.csv")
+    >>> proposal.recognised, proposal.layout.schema, proposal.report.tz
+    (False, 'custom', 'America/New_York')
+    >>> print(" ".join(proposal.options.cli_args()))
+    --map start_date=date --map start_clock=Time --map travel_time_s=trip_duration \
+--map origin_lat=pickup_latitude --map origin_lon=pickup_longitude \
+--map dest_lat=dropoff_latitude --map dest_lon=dropoff_longitude \
+--date-format dayfirst --clock-format hours
+    """
+    options = options or ReadOptions()
+    kwargs = options.read_kwargs()
+    recognised = True
+    try:
+        src = open_source(path_or_buffer, source, limits)
+        columns = file_columns(src)
+        resolve_layout(columns, kwargs["schema"], kwargs["column_map"], src.name)
+    except UnknownLayoutError as exc:
+        if kwargs["column_map"] or missing_roles(exc.proposal):
+            raise
+        recognised = False
+        kwargs["column_map"] = exc.proposal
+    formats = (kwargs.pop("date_format"), kwargs.pop("clock_format"), kwargs.pop("weekday_format"))
+    trips, report, layout, plans = _read(
+        path_or_buffer,
+        cleaning=None,
+        source=source,
+        require_travel_time=True,
+        row_numbers=True,
+        formats=formats,
+        zones=zones,
+        max_rows=max_rows,
+        limits=limits,
+        **kwargs,
+    )
+    completed = options.to_dict()
+    if layout.schema == "custom" or not recognised:
+        completed["column_map"] = dict(layout.mapping)
+    elif layout.guessed:
+        completed["column_map"] = {
+            **options.column_map,
+            **{role: layout.mapping[role] for role in layout.guessed},
+        }
+    for option, value in _formats_found(plans, layout).items():
+        completed[option] = completed[option] or value
+    recognised = recognised and layout.schema != "custom"
+    options = ReadOptions.from_dict(completed)
+    return Proposal(options, layout, recognised, trips, report, [str(c) for c in columns])
 
 
 def check_expansion(

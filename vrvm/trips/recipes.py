@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -37,8 +38,9 @@ class ReadOptions:
     schema : str, default="auto"
         ``"auto"`` or one of :data:`~vrvm.trips.layouts.SCHEMAS`.
     tz : str or None
-        IANA zone of times without an offset (default: the layout's city, else the
-        zone where the trips are, else UTC).
+        IANA zone of times without an offset (default: the city a recognised layout
+        names, else the zone where the trips are; see
+        :mod:`vrvm.trips.layouts`).
     column_map : dict of str to str
         Role -> column of the file.
     date_format, clock_format, weekday_format : str or None
@@ -97,6 +99,45 @@ start_hour, start_minute, weekday, travel_time_s, travel_time_min, end_time
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict."""
         return asdict(self)
+
+    def cli_args(self) -> list[str]:
+        """The options of ``vrvm train`` (and every command that reads trips) that say
+        the same: ``--map ROLE=COLUMN`` per role, then the formats, zone and schema.
+
+        ``zones`` names a zone file of a data home, which the CLI takes as a path:
+        it is left out.
+
+        Examples
+        --------
+        >>> ReadOptions(column_map={"start_date": "day", "start_clock": "Time"},
+        ...             date_format="dayfirst", tz="America/New_York").cli_args()
+        ['--map', 'start_date=day', '--map', 'start_clock=Time', '--date-format', \
+'dayfirst', '--tz', 'America/New_York']
+        """
+        args: list[str] = []
+        for role, column in self.column_map.items():
+            args += ["--map", f"{role}={column}"]
+        for flag, value in (
+            ("--date-format", self.date_format),
+            ("--clock-format", self.clock_format),
+            ("--weekday-format", self.weekday_format),
+            ("--tz", self.tz),
+        ):
+            if value:
+                args += [flag, value]
+        if self.schema != "auto":
+            args += ["--schema", self.schema]
+        return args
+
+    def command_line(self, path: str, command: str = "train") -> str:
+        """``vrvm COMMAND PATH`` with :meth:`cli_args`, quoted for a POSIX shell.
+
+        Examples
+        --------
+        >>> ReadOptions(column_map={"start_clock": "Pick up time"}).command_line("my trips.csv")
+        "vrvm train 'my trips.csv' --map 'start_clock=Pick up time'"
+        """
+        return shlex.join(["vrvm", command, str(path), *self.cli_args()])
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReadOptions:
