@@ -9,8 +9,10 @@ renamed, and halfway through clearing the trip store. After each kill the test c
 by checksum, that every committed version and every stored trip batch is intact, that
 the next open (``vrvm versions``, the dashboard's heal) repairs the store (no staging
 leftovers, the interrupted publish finished or rolled back as its journal says), and
-that the next update builds on the right version. A slower test kills updates at
-random moments.
+that the next update builds on the right version. Every committed version then has
+exactly one audit "publish" entry and every activation its "activate" entry (kills at
+the publish, activate and prune points, and mid-line in the log), and ``vrvm audit``
+exits 0. A slower test kills updates at random moments.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pytest
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.cli import main
 from vrvm.trips._faults import CRASH_ENV
-from vrvm.trips.home import heal_home, model_store, trip_store
+from vrvm.trips.home import audit_log, heal_home, model_store, trip_store
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL and flock are POSIX")
 
@@ -70,6 +72,27 @@ def _leftovers(home: Path) -> list[str]:
     journal = home / "models" / "journal"
     found += [f"journal/{p.name}" for p in journal.glob("*")] if journal.is_dir() else []
     return found
+
+
+def _audited(home: Path, action: str = "publish") -> dict[int, int]:
+    """How many audit entries of ``action`` each version has."""
+    counts: dict[int, int] = {}
+    for entry in audit_log(home).entries():
+        if entry["action"] == action:
+            counts[entry["version"]] = counts.get(entry["version"], 0) + 1
+    return counts
+
+
+def _audit_is_complete(home: Path) -> None:
+    """Every committed version has exactly one publish entry; ``vrvm audit`` agrees."""
+    counts = _audited(home)  # versions removed by retention keep their entries
+    assert [counts.get(v.version) for v in model_store(home).versions()] == [1] * len(
+        model_store(home).versions()
+    )
+    assert set(counts.values()) == {1}  # never recorded twice
+    err = io.StringIO()
+    assert main(["audit", str(home)], stdout=io.StringIO(), stderr=err) == 0, err.getvalue()
+    assert audit_log(home).check().broken == []
 
 
 def _vrvm(*args: str, crash_at: str | None = None, env: dict | None = None):
@@ -111,7 +134,9 @@ def one_trip(tmp_path_factory):
         ("model_store.intent", False),
         ("model_store.staged", False),
         ("model_store.committed", True),  # committed, not active: the journal finishes it
-        ("model_store.activated", True),
+        ("model_store.activated", True),  # active, its audit entry not yet written
+        ("audit.torn", True),  # half of the audit entry written
+        ("model_store.logged", True),  # entry written, the journal entry left
     ],
 )
 def test_an_update_killed_at_each_step_is_finished_or_rolled_back(home, one_trip, point, published):
@@ -130,6 +155,10 @@ def test_an_update_killed_at_each_step_is_finished_or_rolled_back(home, one_trip
     assert store.active_version() == store.latest_version() == (2 if published else 1)
     if point == "model_store.committed":
         assert "activated version 2" in err.getvalue()  # the repair is said
+    # the publish is audited once, whether the killed writer or the heal wrote it
+    _audit_is_complete(home)
+    healed = [e for e in audit_log(home).entries() if e.get("healed")]
+    assert len(healed) == (1 if point not in ("model_store.logged",) and published else 0)
     # and the next update builds on the active version: the lineage does not fork
     again = ["update", str(home / "models"), str(one_trip)]
     assert main(again, stdout=io.StringIO(), stderr=err) == 0, err.getvalue()
@@ -153,6 +182,57 @@ def test_retention_killed_while_removing_a_version_keeps_its_record(home, one_tr
     assert _leftovers(home) == []
     assert [v.version for v in store.versions()] == [2]
     assert store.lineage() == [2, 1]  # version 1's record survives its removal
+    _audit_is_complete(home)  # the publish's entry was written before retention ran
+
+
+@pytest.mark.parametrize(
+    ("point", "active"), [("atomic_write.synced", 2), ("model_store.pointed", 1)]
+)
+def test_an_activation_killed_is_rolled_back_or_audited(home, one_trip, point, active):
+    assert _vrvm("update", str(home / "models"), str(one_trip)).returncode == 0
+    result = _vrvm("versions", str(home), "--activate", "1", crash_at=point)
+    assert result.returncode == -signal.SIGKILL, result.stderr
+    repairs = heal_home(home)
+    assert _leftovers(home) == []
+    assert model_store(home).active_version() == active
+    activations = [e for e in audit_log(home).entries() if e["action"] == "activate"]
+    if active == 2:  # killed writing its journal entry: the pointer never moved
+        assert activations == []
+    else:  # the pointer moved: its entry is written by the heal, once
+        assert [(e["version"], e["previous"], e["healed"]) for e in activations] == [(1, 2, True)]
+        assert any("audit entry of the activation of version 1" in r for r in repairs)
+        assert heal_home(home) == [] and len(_audited(home, "activate")) == 1
+    _audit_is_complete(home)
+
+
+def test_a_later_activation_does_not_hide_an_interrupted_one(home, one_trip):
+    assert _vrvm("update", str(home / "models"), str(one_trip)).returncode == 0
+    killed = _vrvm("versions", str(home), "--activate", "1", crash_at="model_store.pointed")
+    assert killed.returncode == -signal.SIGKILL
+    # a dashboard that opened the home earlier activates again, without healing first
+    who = {"who": "ana", "how": "passphrase", "via": "dashboard"}
+    model_store(home).activate(2, audit=who)
+    heal_home(home)
+    activations = [e for e in audit_log(home).entries() if e["action"] == "activate"]
+    assert sorted((e["version"], bool(e.get("healed"))) for e in activations) == [
+        (1, True),
+        (2, False),
+    ]
+    assert _leftovers(home) == [] and model_store(home).active_version() == 2
+
+
+def test_audit_names_a_version_published_without_an_entry(home, capsys):
+    store = model_store(home)
+    source = store.active_path()
+    # a version published by code that named nobody (as before audited publishes)
+    store.add(lambda path: shutil.copytree(source, path, dirs_exist_ok=True, ignore=_no_record))
+    assert main(["audit", str(home)]) == 1
+    assert "version 2 has no publish entry" in capsys.readouterr().err
+    assert _audited(home) == {1: 1}
+
+
+def _no_record(folder, names):
+    return ["version.json"]
 
 
 def test_a_plain_model_killed_between_its_renames_is_restored_by_the_next_load(

@@ -9,11 +9,12 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 
 from vrvm.trips._faults import CRASH_ENV
 from vrvm.trips.audit import AuditLog
-from vrvm.trips.home import audit_log
+from vrvm.trips.home import audit_log, model_store
 
 _APPEND = """
 import sys
@@ -114,3 +115,53 @@ def test_an_edited_or_removed_line_breaks_the_chain(tmp_path):
     del lines[1]
     log.path.write_text("\n".join(lines) + "\n")
     assert log.check().broken == [2]
+
+
+def test_has_entry_finds_a_commit_token_and_skips_torn_lines(tmp_path):
+    log = audit_log(tmp_path)
+    assert not log.has_entry(commit="0123456789abcdef")  # no log yet
+    log.append("publish", who="ana", how="os", via="cli", version=2, commit="0123456789abcdef")
+    with open(log.path, "ab") as handle:  # a torn line holding another token
+        handle.write(b'{"time": "x", "commit": "fedcba9876543210"')
+    assert log.has_entry(commit="0123456789abcdef")
+    assert log.has_entry(commit="0123456789abcdef", version=2)
+    assert not log.has_entry(commit="0123456789abcdef", version=3)
+    assert not log.has_entry(commit="fedcba9876543210")
+
+
+def _write_model(path):
+    from vrvm.trips.model_dir import save_model_dir
+
+    save_model_dir(
+        path, metadata={"a": 1}, arrays={"w": np.zeros(2)}, format_name="t", format_version=1
+    )
+
+
+def test_a_publish_whose_log_cannot_be_written_is_audited_by_the_next_heal(tmp_path, caplog):
+    home = tmp_path
+    log = audit_log(home)
+    log.path.mkdir()  # the log cannot be written (as a full disk)
+    store = model_store(home)
+    who = {"who": "ana", "how": "os", "via": "cli"}
+    assert store.add(_write_model, audit={**who, "kind": "train"}) == 1
+    assert store.active_version() == 1  # the publish stands
+    assert "not written yet" in caplog.text
+    assert [p.name for p in (home / "models" / "journal").iterdir()] == ["v0001.json"]
+    log.path.rmdir()
+    repairs = model_store(home).heal()
+    assert repairs == [
+        "wrote the audit entry of the publish of version 1: the process making it stopped "
+        "before writing it"
+    ]
+    (entry,) = log.entries()
+    assert (entry["action"], entry["version"], entry["kind"], entry["healed"]) == (
+        "publish",
+        1,
+        "train",
+        True,
+    )
+    assert model_store(home).heal() == [] and len(log.entries()) == 1  # never twice
+    assert model_store(home).unaudited_versions() == []
+    with pytest.raises(ValueError, match="audit needs who, how and via"):
+        store.add(_write_model, audit={"who": "ana"})
+    assert store.latest_version() == 1  # refused before anything was written

@@ -27,7 +27,10 @@ Examples
     $ vrvm audit .vrvm                         # who uploaded, published, deleted what
 
 Commands that change a data home's model store (``update``, ``versions --activate``,
-``export``) record the OS user in the home's audit log.
+``export``) record the OS user in the home's audit log; a publish or an activation
+records it in the same durable step as the change. A read-only home
+(:func:`vrvm.trips.home.read_only_reason`) is listed as committed and never written:
+what a crash left is reported on stderr, not repaired.
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ import pandas as pd
 
 from vrvm._version import __version__
 from vrvm.cli._access import add_parsers as add_access_parsers
-from vrvm.cli._access import record_cli
 from vrvm.cli._args import (
     evidence,
     forgetting_factor,
@@ -68,6 +70,7 @@ from vrvm.cli._output import (
     write_table,
 )
 from vrvm.cli._reading import (
+    cli_hints,
     cmd_inspect,
     predict_in_batches,
     predict_progress,
@@ -77,14 +80,14 @@ from vrvm.cli._reading import (
 from vrvm.cli._schedule import add_arrive_by_parser
 from vrvm.cli._serve import add_parser as add_serve_parser
 from vrvm.cli._train import check_model_target, cmd_train, fit_with_progress
-from vrvm.services.access import cli_access
+from vrvm.services.access import cli_access, home_of
 from vrvm.services.area_check import check_same_area
 from vrvm.services.demo import demo_predictions
-from vrvm.services.models import model_name, store_versions_table
+from vrvm.services.models import audit_of, model_name, store_versions_table
 from vrvm.services.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
 from vrvm.services.progress import format_seconds
-from vrvm.trips.durable import StorageError, StoreBusyError, storage_error
-from vrvm.trips.home import MODELS_DIR, load_training_trips
+from vrvm.trips.durable import StorageError, StoreBusyError, refuse_writes, storage_error
+from vrvm.trips.home import MODELS_DIR, audit_log, load_training_trips, read_only_reason
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_store import DEFAULT_WAIT_S, VERSIONS_DIR, ModelStore
 from vrvm.trips.reader import read_trips
@@ -126,9 +129,19 @@ def _store_root(path: Path) -> Path | None:
 
 def _open_store(root: Path, wait_s: float | None) -> ModelStore:
     """The store at ``root``, healed: what a killed writer left is finished or rolled
-    back (each repair is logged, so it shows on stderr)."""
-    store = ModelStore(root, keep_last=keep_versions(), wait_s=wait_s)
-    store.heal()
+    back (each repair is logged, so it shows on stderr). A read-only home is not
+    written at all: what would be repaired is logged instead, and any later write
+    this process tries there is refused with the reason."""
+    home = home_of(root)
+    store = ModelStore(root, keep_last=keep_versions(), wait_s=wait_s, audit_log=audit_log(home))
+    reason = read_only_reason(home)
+    if reason is None:
+        store.heal()
+        return store
+    if not reason.startswith("the data home is read-only"):  # not yet refused here
+        refuse_writes(home, f"the data home is read-only ({reason})")
+    for line in store.pending_repairs():
+        logging.getLogger(__name__).warning("%s not repaired (%s): %s", root, reason, line)
     return store
 
 
@@ -170,19 +183,21 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
                 "name": model_name(model),
                 "published_by": f"{cli_access().who} (os)",
             }
-            version = store.add(
-                lambda path: model.save(path), info=info, parent=parent, expect_active=parent
+            audit = audit_of(
+                cli_access(),
+                name=info["name"],
+                kind="update",
+                parent=parent,
+                trips=len(trips),
+                file=Path(args.trips).name,
             )
-        record_cli(
-            root,
-            "publish",
-            version=version,
-            name=info["name"],
-            kind="update",
-            parent=parent,
-            trips=len(trips),
-            file=Path(args.trips).name,
-        )
+            version = store.add(
+                lambda path: model.save(path),
+                info=info,
+                parent=parent,
+                expect_active=parent,
+                audit=audit,
+            )
         where = f"version {version} of {root} (parent {parent}), now active"
     stdout.write(
         f"updated {len(model.members_)} members with {len(trips):,} trips in "
@@ -212,9 +227,7 @@ def _cmd_versions(args, stdout: IO[str], stderr: IO[str]) -> int:
         )
     store = _open_store(root, args.wait)
     if args.activate is not None:
-        before = store.active_version()
-        store.activate(args.activate)
-        record_cli(root, "activate", version=args.activate, previous=before)
+        store.activate(args.activate, audit=audit_of(cli_access()))
         stderr.write(f"version {args.activate} of {root} is active (activated by hand)\n")
     if args.lineage is not None:
         chain = store.lineage(None if args.lineage == 0 else args.lineage)
@@ -544,7 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the versions of a model store (a store root, or a data home "
         "such as .vrvm): which is active, which were activated by hand, which were never "
         "activated, each one's parent and lineage, its data and hold-out scores. Opening "
-        "the store finishes or rolls back what a crashed writer left (said on stderr).",
+        "the store finishes or rolls back what a crashed writer left (said on stderr); "
+        "a read-only home (VRVM_READ_ONLY=1, a read-only mount, no write bits) is listed "
+        "as committed, never written, and what a repair would do is said instead.",
     )
     versions.add_argument("store", metavar="STORE", help="model store root or data home")
     versions.add_argument(
@@ -606,7 +621,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --------------------------------------------------------------------------- main
 # Lines of a multi-line error message worth keeping in the one-line summary.
-_KEY_LINES = ("Columns found", "Closest match")
+_KEY_LINES = ("Columns found", "Closest match", "Proposed")
 
 
 def _one_line(exc: BaseException, out: str | None = None) -> str:
@@ -714,7 +729,8 @@ def main(
     started = time.perf_counter()
     try:
         with _logging_to(stderr, logging.DEBUG if debug else logging.WARNING):
-            status = args.handler(args, stdout, stderr)
+            with cli_hints(getattr(args, "command", None) or "train"):
+                status = args.handler(args, stdout, stderr)
     except KeyboardInterrupt:
         stderr.write(f"{PROG}: interrupted\n")
         return 130

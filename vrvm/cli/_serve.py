@@ -7,6 +7,11 @@ Synthetica, the synthetic city, as the dashboard's first start does. Bound to
 127.0.0.1 unless ``--host`` says otherwise; the bearer token, when wanted, comes from
 ``VRVM_API_TOKEN``. Logs go to stderr: the model served and every swap, one line per
 request (method, path without its query string, status, time), never a body.
+
+A read-only home (``--read-only``, ``VRVM_READ_ONLY=1``, a read-only file system or a
+folder without write permission: :func:`vrvm.trips.home.read_only_reason`) is served
+as committed, and nothing is written in it: no healing (what a crash left is reported
+on stderr), no lock file, no cache (derived zones are kept in memory).
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import os
 from pathlib import Path
 from typing import IO
 
 from vrvm.services import demo
 from vrvm.services.models import active_model_path, data_home
+from vrvm.trips.home import READ_ONLY_ENV, read_only_reason
 from vrvm.trips.settings import API_TOKEN_ENV as TOKEN_ENV
 from vrvm.trips.settings import api_token
 
@@ -102,6 +109,13 @@ def add_parser(commands, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     serve.add_argument(
         "--no-docs", action="store_true", help="do not serve /docs, /redoc and the schema"
     )
+    serve.add_argument(
+        "--read-only",
+        action="store_true",
+        help=f"never write the data home (as {READ_ONLY_ENV}=1): serve what is committed, "
+        "report instead of repairing what a crash left (a home that cannot be written "
+        "is served so anyway)",
+    )
     serve.set_defaults(handler=cmd_serve)
     return serve
 
@@ -116,9 +130,18 @@ def _loopback(host: str) -> bool:
 
 
 def _ensure_model(home: Path, stderr: IO[str], quiet: bool) -> None:
-    """A home without a model gets the demo model first (as the dashboard's first start)."""
+    """A home without a model gets the demo model first (as the dashboard's first start);
+    a read-only one is served as it is (said on stderr)."""
+    reason = read_only_reason(home)
+    if reason is not None and not quiet:
+        stderr.write(f"vrvm serve: {home} is served read-only ({reason}): nothing is written\n")
     if active_model_path(home) is not None:
         return
+    if reason is not None:
+        raise ValueError(
+            f"no model is active in {home}, which is read-only ({reason}): publish a model "
+            "there first, or serve a writable home"
+        )
     if not quiet:
         stderr.write(
             f"vrvm serve: no model in {home}: building the demo model on Synthetica, a "
@@ -141,6 +164,9 @@ def cmd_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
 
     if args.model_dir is not None and args.home is not None:
         raise ValueError("give a MODEL_DIR or --home, not both")
+    token = api_token()  # a blank or malformed token refuses to start, before any write
+    if args.read_only:  # the environment reaches every server process
+        os.environ[READ_ONLY_ENV] = "1"
     home = None
     if args.model_dir is None:
         home = Path(args.home).expanduser() if args.home else data_home()
@@ -148,7 +174,7 @@ def cmd_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
     settings = ApiSettings(
         home=home,
         model_dir=None if args.model_dir is None else Path(args.model_dir),
-        token=api_token(),
+        token=token,
         max_body_bytes=args.max_body_bytes,
         max_trips=args.max_trips,
         max_pairs=args.max_pairs,

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vrvm.services.access import ANALYST, Access, record
-from vrvm.services.models import SYNTHETIC_MODEL_NAME, compact_metrics
+from vrvm.services.access import ANALYST, Access
+from vrvm.services.models import SYNTHETIC_MODEL_NAME, audit_of, compact_metrics
 from vrvm.services.retrain import parse_widths
 from vrvm.trips.durable import StorageError, storage_error
 from vrvm.trips.geo import haversine_km
@@ -200,8 +200,11 @@ def _ensure_demo_model(
             "metrics": compact_metrics(metrics),
             "published_by": f"{FIRST_START.who} ({FIRST_START.how})",
         }
-        version = store.add(lambda path: model.save(path, metrics=metrics), info=info)
-    record(home, FIRST_START, "publish", version=version, name=SYNTHETIC_MODEL_NAME, kind="demo")
+        version = store.add(
+            lambda path: model.save(path, metrics=metrics),
+            info=info,
+            audit=audit_of(FIRST_START, name=SYNTHETIC_MODEL_NAME, kind="demo"),
+        )
     return version, True
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from vrvm.services.access import Access, library_access, record
+from vrvm.services.access import Access, library_access
 from vrvm.services.units import metric_label, metric_value
 from vrvm.trips._errors import StoreBusyError
 from vrvm.trips.home import (
@@ -46,6 +46,7 @@ __all__ = [
     "TripTable",
     "activate_version",
     "active_model_path",
+    "audit_of",
     "compact_metrics",
     "data_description",
     "data_home",
@@ -257,25 +258,41 @@ def publish_model(
     details.setdefault("n_members", len(model.members_))
     details.setdefault("published_by", _publisher(by))
     parent = details.pop("parent", None)  # kept in the version's record, not its info
-    version = store.add(
+    parent = parent if isinstance(parent, int) else None
+    return store.add(
         lambda path: model.save(path, metrics=metrics),
         info=details,
         activate=True,
-        parent=parent if isinstance(parent, int) else None,
+        parent=parent,
         expect_active=built_on,
+        audit=audit_of(
+            by,
+            name=details["name"],
+            kind=details.get("kind", ""),
+            parent=parent,
+            trips=details.get("n_trips"),
+            snapped=bool((model.training_summary_ or {}).get("snapped")),
+        ),
     )
-    record(
-        home,
-        by,
-        "publish",
-        version=version,
-        name=details["name"],
-        kind=details.get("kind", ""),
-        parent=parent if isinstance(parent, int) else None,
-        trips=details.get("n_trips"),
-        snapped=bool((model.training_summary_ or {}).get("snapped")),
-    )
-    return version
+
+
+def audit_of(by: Access | None, **details: Any) -> dict[str, Any]:
+    """The audit entry a model store records with a publish or an activation by ``by``
+    (the library's access when None): who, how, via and ``details``.
+
+    The store writes it in the same durable step as the change
+    (:class:`~vrvm.trips.model_store.ModelStore`), so a crash never leaves a version
+    without its entry.
+
+    Examples
+    --------
+    >>> from vrvm.services.access import cli_access
+    >>> entry = audit_of(cli_access(), kind="update")
+    >>> entry["how"], entry["via"], entry["kind"]
+    ('os', 'cli', 'update')
+    """
+    by = library_access() if by is None else by
+    return {"who": by.who, "how": by.how, "via": by.via, **details}
 
 
 def _publisher(by: Access | None) -> str:
@@ -431,16 +448,10 @@ def version_records(home: Path) -> list[dict[str, Any]]:
 def activate_version(home: Path, version: int, *, by: Access | None = None) -> None:
     """Make an existing version the active one, by hand (the store refuses unknown
     versions; retention keeps every version activated by hand); recorded in the audit
-    log with the version it replaced."""
+    log with the version it replaced, in the same durable step as the pointer."""
     if by is not None:
         by.require("activate")
-    store = model_store(home)
-    try:
-        before = store.active_version()
-    except ModelFormatError:  # a damaged pointer: this activation repairs it
-        before = None
-    store.activate(int(version))
-    record(home, by, "activate", version=int(version), previous=before)
+    model_store(home).activate(int(version), audit=audit_of(by))
 
 
 def active_model_path(home: Path) -> tuple[int, Path] | None:

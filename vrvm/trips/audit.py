@@ -16,6 +16,15 @@ it), so a crashed writer never costs an earlier entry. Nothing here ever rewrite
 truncates the file. The ``prev`` chain makes an edit or a deleted line in the middle
 visible to :meth:`AuditLog.check`; it does not stop someone who can write the home from
 rewriting the whole file (see ``docs/security.md``).
+
+**In the same durable step as the change.** A change of the model store (a publish, an
+activation by hand) writes its entry into the store's journal *before* the change
+commits, with a random ``commit`` token that the entry carries; the entry is appended
+after the change, and the journal entry removed only then. A writer killed in between
+leaves the journal entry, and the next open of the home
+(:meth:`vrvm.trips.model_store.ModelStore.heal`) appends what is missing (marked
+``healed``), so a committed change never lacks its entry (:meth:`AuditLog.has_entry`
+finds whether it was written).
 """
 
 from __future__ import annotations
@@ -193,6 +202,32 @@ class AuditLog:
             os.fsync(handle.fileno())
         if created:
             fsync_dir(self.path.parent)
+
+    def has_entry(self, **fields: Any) -> bool:
+        """Whether some entry holds every one of ``fields`` (``commit="3f2a..."``).
+
+        Reads the whole log (for healing after a crash, not for every request), but
+        parses only the lines holding the text values sought, as :meth:`append` wrote
+        them: a token among 100,000 entries takes a fraction of a second.
+        """
+        needles = [
+            json.dumps(v, ensure_ascii=False).encode("utf-8")
+            for v in fields.values()
+            if isinstance(v, str)
+        ]
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return False
+        if not all(needle in data for needle in needles):  # one scan of the bytes
+            return False
+        for line in data.split(b"\n"):
+            if not line.strip() or not all(needle in line for needle in needles):
+                continue
+            entry = self._parse(line)
+            if entry is not None and all(entry.get(k) == v for k, v in fields.items()):
+                return True
+        return False
 
     def _lines(self) -> list[bytes]:
         try:

@@ -7,6 +7,12 @@ writers across processes on one machine. A crash leaves the previous file intact
 most a ``.tmp-*`` file beside it, which no reader ever opens. Both raise a
 :class:`~vrvm.trips._errors.StorageError` naming the target when the disk refuses
 (full, read-only, no permission, a file where a folder should be).
+
+Both also refuse, before touching anything, to write where :func:`write_refusal` says
+no: a read-only file system, a folder without any write bit (refused even for root,
+whom permission bits do not stop: the operator made it read-only on purpose), or a
+folder this process was told to leave alone (:func:`refuse_writes`, a read-only data
+home). So serving a read-only home never writes in it, whoever runs the server.
 """
 
 from __future__ import annotations
@@ -36,7 +42,9 @@ __all__ = [
     "atomic_write_json",
     "exclusive_lock",
     "fsync_dir",
+    "refuse_writes",
     "remove_temporaries",
+    "write_refusal",
 ]
 
 logger = logging.getLogger(__name__)
@@ -56,6 +64,100 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
             raise
     finally:
         os.close(fd)
+
+
+# Folders this process must not write under (resolved path -> why): read-only homes.
+_REFUSED: dict[str, str] = {}
+_REFUSED_GUARD = threading.Lock()
+
+
+def refuse_writes(folder: str | os.PathLike[str], reason: str | None) -> None:
+    """From now on, refuse every write of this process under ``folder`` (None: allow again).
+
+    :func:`atomic_write` and :func:`exclusive_lock` then raise a
+    :class:`~vrvm.trips._errors.StorageError` naming the target and ``reason``, before
+    creating anything. Used for a data home served read-only
+    (:func:`vrvm.trips.home.read_only_reason`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     refuse_writes(tmp, "served read-only")
+    ...     try:
+    ...         atomic_write(Path(tmp) / "a.txt", lambda p: p.write_text("x"))
+    ...     except StorageError as exc:
+    ...         said = str(exc).endswith("served read-only; nothing was written")
+    ...     refuse_writes(tmp, None)
+    ...     left = sorted(p.name for p in Path(tmp).iterdir())
+    >>> said, left
+    (True, [])
+    """
+    key = os.path.realpath(folder)
+    with _REFUSED_GUARD:
+        if reason is None:
+            _REFUSED.pop(key, None)
+        else:
+            _REFUSED[key] = str(reason)
+
+
+def _existing_folder(path: Path) -> Path | None:
+    """``path`` if it is a folder, else its nearest existing ancestor."""
+    for candidate in (path, *path.parents):
+        try:
+            if candidate.is_dir():
+                return candidate
+        except OSError:
+            return None
+    return None
+
+
+def write_refusal(folder: str | os.PathLike[str]) -> str | None:
+    """Why nothing may be written in ``folder`` (or where it would be created), or None.
+
+    * a folder this process was told to leave alone (:func:`refuse_writes`);
+    * a read-only file system (``statvfs`` flag ``ST_RDONLY``);
+    * a folder with no write bit for anyone (``chmod a-w``), which vrvm honours even as
+      root (root would otherwise write there; ``os.access`` says yes for root too);
+    * a folder this process may not write (``os.access``, for other users).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     before = write_refusal(tmp)
+    ...     os.chmod(tmp, 0o555)
+    ...     after = write_refusal(tmp)
+    ...     os.chmod(tmp, 0o755)
+    >>> before, after
+    (None, 'the folder has no write permission')
+    """
+    path = Path(os.path.realpath(folder))
+    with _REFUSED_GUARD:
+        for root, reason in _REFUSED.items():
+            if path == Path(root) or Path(root) in path.parents:
+                return reason
+    existing = _existing_folder(path)
+    if existing is None:
+        return None
+    try:
+        if hasattr(os, "statvfs") and os.statvfs(existing).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+        mode = existing.stat().st_mode
+    except OSError:
+        return None  # the write itself will say what is wrong
+    if not mode & 0o222 or not os.access(existing, os.W_OK):
+        return "the folder has no write permission"
+    return None
+
+
+def _check_writable(target: Path) -> None:
+    """Raise :class:`StorageError` naming ``target`` if its folder refuses writes."""
+    reason = write_refusal(target.parent)
+    if reason is not None:
+        code = errno.EROFS if "read-only" in reason else errno.EACCES
+        raise StorageError(code, target, why=reason, advice="nothing was written")
 
 
 def _fsync_file(path: Path) -> None:
@@ -85,8 +187,9 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     StorageError
         An ``OSError`` naming ``path`` (never the temporary file), why in words and what
         to do, when its folder cannot be made or the file cannot be written, synced or
-        renamed; an ``OSError`` that ``write`` raises is reported as one of writing
-        ``path``. Other exceptions of ``write`` pass unchanged.
+        renamed, or when :func:`write_refusal` refuses its folder (nothing is created);
+        an ``OSError`` that ``write`` raises is reported as one of writing ``path``.
+        Other exceptions of ``write`` pass unchanged.
 
     Notes
     -----
@@ -106,6 +209,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     ('hello', ['a.txt'])
     """
     path = Path(path)
+    _check_writable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{path.name}.", dir=path.parent)
@@ -218,7 +322,8 @@ def exclusive_lock(path: str | os.PathLike[str], *, timeout: float | None = None
     Raises
     ------
     StorageError
-        When the lock file or its folder cannot be created or opened (what the block
+        When the lock file or its folder cannot be created or opened, or when
+        :func:`write_refusal` refuses its folder (nothing is created; what the block
         itself raises passes unchanged).
     StoreBusyError
         When another holder kept the lock for all of ``timeout`` seconds; nothing was
@@ -248,6 +353,7 @@ def exclusive_lock(path: str | os.PathLike[str], *, timeout: float | None = None
             with _HELD_GUARD:
                 _HELD[key] -= 1
         return
+    _check_writable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(path, "a+b")  # closed by the with below

@@ -15,7 +15,12 @@ Layout of ``$VRVM_HOME`` (default ``./.vrvm``)::
         audit.jsonl                who changed what, and when (append-only; see AuditLog)
         .first-start.lock          held while the first start trains the demo model
 
-The dashboard, the CLI and (later) the HTTP API all find their stores through here.
+The dashboard, the CLI and the HTTP API all find their stores through here, and open a
+home with :func:`heal_home`. A **read-only home** (:func:`read_only_reason`: the
+``VRVM_READ_ONLY`` setting, a read-only file system, or a folder without write
+permission, which vrvm honours even as root) is served as committed: it is not
+healed (what would be repaired is reported), and this process writes nothing in it
+(:func:`vrvm.trips.durable.refuse_writes`): no lock file, no cache, no log line.
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from vrvm.trips.durable import (
     atomic_write,
     atomic_write_json,
     exclusive_lock,
+    refuse_writes,
     remove_temporaries,
+    write_refusal,
 )
 from vrvm.trips.model import TravelTimeModel
 from vrvm.trips.model_store import ModelStore
@@ -53,6 +60,7 @@ from vrvm.trips.zone_files import DEFAULT_LIMITS, ZoneFile, ZoneFileError, ZoneF
 
 __all__ = [
     "HOME_ENV",
+    "READ_ONLY_ENV",
     "ZoneFileEntry",
     "add_zone_file",
     "audit_log",
@@ -65,6 +73,7 @@ __all__ = [
     "load_zone_file",
     "map_zone_file",
     "model_store",
+    "read_only_reason",
     "recipe_book",
     "remove_zone_file",
     "save_training_trips",
@@ -79,6 +88,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HOME_ENV = "VRVM_HOME"
+READ_ONLY_ENV = "VRVM_READ_ONLY"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+_READ_ONLY_HOME = "the data home is read-only"
 DEFAULT_HOME = ".vrvm"
 MODELS_DIR = "models"
 TRIPS_DIR = "trips"
@@ -111,8 +123,9 @@ def data_home(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def model_store(home: str | os.PathLike[str]) -> ModelStore:
-    """The versioned model store under ``home``, keeping :func:`keep_versions` versions."""
-    return ModelStore(Path(home) / MODELS_DIR, keep_last=keep_versions())
+    """The versioned model store under ``home``, keeping :func:`keep_versions` versions;
+    its publishes and activations are audited in the home's :func:`audit_log`."""
+    return ModelStore(Path(home) / MODELS_DIR, keep_last=keep_versions(), audit_log=audit_log(home))
 
 
 def trip_store(home: str | os.PathLike[str]) -> TripStore:
@@ -125,6 +138,58 @@ STALE_AFTER_S = 15 * 60
 no atomic write of vrvm takes that long, and these files have no lock to ask."""
 
 
+def read_only_reason(
+    home: str | os.PathLike[str], environ: Mapping[str, str] | None = None
+) -> str | None:
+    """Why the data home must not be written, or None when it may be.
+
+    ``$VRVM_READ_ONLY`` set to ``1``/``true``/``yes``/``on`` (``vrvm serve --read-only``
+    sets it); else :func:`~vrvm.trips.durable.write_refusal` of the home, its model
+    store or its trip store: a read-only file system, or a folder without write
+    permission (honoured even as root, whom permission bits do not stop).
+
+    Raises
+    ------
+    ValueError
+        For another value of ``$VRVM_READ_ONLY``: a setting that cannot be read is
+        refused, not guessed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     print(read_only_reason(tmp, {}), "|", read_only_reason(tmp, {READ_ONLY_ENV: "1"}))
+    None | VRVM_READ_ONLY is set
+    """
+    environ = os.environ if environ is None else environ
+    value = environ.get(READ_ONLY_ENV, "").strip().lower()
+    if value in _TRUE:
+        return f"{READ_ONLY_ENV} is set"
+    if value not in _FALSE:
+        raise ValueError(
+            f"{READ_ONLY_ENV}={environ[READ_ONLY_ENV]!r}: expected 1, true, yes or on "
+            "(serve the home read-only) or 0, false, no, off or nothing"
+        )
+    home = Path(home)
+    for folder in (home, home / MODELS_DIR, home / TRIPS_DIR):
+        if folder is home or folder.is_dir():
+            reason = write_refusal(folder)
+            if reason is not None:
+                return f"{folder}: {reason}" if folder is not home else reason
+    return None
+
+
+def _pending_repairs(home: Path) -> list[str]:
+    """What :func:`heal_home` would repair, found without writing."""
+    pending = [f"models: {p}" for p in model_store(home).pending_repairs()]
+    derived = sorted((home / TRAINING_DIR).glob(f"*{DERIVED_SUFFIX}"))
+    trips = home / TRIPS_DIR
+    for folder in (home, home / TRAINING_DIR, home / ZONES_DIR, *derived, trips, trips / "parts"):
+        for leftover in sorted(folder.glob(".tmp-*")) if folder.is_dir() else ():
+            pending.append(f"{leftover.relative_to(home)} was left by an interrupted write")
+    return pending
+
+
 def heal_home(home: str | os.PathLike[str]) -> list[str]:
     """Finish or roll back what crashed writers left in the data home; returns the repairs.
 
@@ -135,6 +200,11 @@ def heal_home(home: str | os.PathLike[str]) -> list[str]:
     line and the API when they open a home; a store busy with another writer is left
     for the next open.
 
+    A read-only home (:func:`read_only_reason`) is not written at all: this process
+    refuses every later write in it (:func:`~vrvm.trips.durable.refuse_writes`), and
+    what would be repaired is logged and returned as ``"not repaired (<why>): ..."``;
+    the committed state is what is served.
+
     Examples
     --------
     >>> import tempfile
@@ -143,6 +213,14 @@ def heal_home(home: str | os.PathLike[str]) -> list[str]:
     []
     """
     home = Path(home)
+    reason = read_only_reason(home)
+    if reason is not None:
+        if not reason.startswith(_READ_ONLY_HOME):  # not yet refused by this process
+            refuse_writes(home, f"{_READ_ONLY_HOME} ({reason})")
+        pending = [f"not repaired ({reason}): {p}" for p in _pending_repairs(home)]
+        for line in pending:
+            logger.warning("data home %s: %s", home, line)
+        return pending
     repairs = []
     for name, store in (("models", model_store(home)), ("trips", trip_store(home))):
         try:

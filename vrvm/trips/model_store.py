@@ -9,6 +9,7 @@ what a crash left. Each version is a model directory (:mod:`vrvm.trips.model_dir
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -24,6 +25,7 @@ import numpy as np
 
 from vrvm._version import __version__
 from vrvm.trips._faults import crash_point
+from vrvm.trips.audit import AuditLog
 from vrvm.trips.durable import (
     TMP_PREFIX,
     atomic_write_json,
@@ -51,6 +53,8 @@ JOURNAL_DIR = "journal"
 PRUNED_FILE = "pruned.json"
 _VERSION_DIR = re.compile(r"v(\d{4,})")
 _JOURNAL_ENTRY = re.compile(r"v(\d{4,})\.json")
+_ACTIVATION_ENTRY = re.compile(r"activate-([0-9a-f]{16})\.json")
+_KEPT_COMMITS = 64  # activation tokens kept in active.json (a few KiB)
 DEFAULT_WAIT_S = 60.0
 """Seconds a writer waits for another one to finish before :class:`StoreBusyError`."""
 _ANY = object()
@@ -144,8 +148,10 @@ class ModelStore:
         root/
             .lock                    held by writers (names its holder's pid)
             active.json              {"version": 3, "activated_utc": ..., "how": ...,
-                                      "by_hand": [...], "highest_activated": 3}
+                                      "by_hand": [...], "highest_activated": 3,
+                                      "commits": [<tokens of audited activations>]}
             journal/v0004.json       a publish in progress (removed when it is done)
+            journal/activate-<token>.json  an audited activation in progress
             pruned.json              the records of versions removed by retention
             versions/
                 v0001/               a model directory (model.json, arrays.npz)
@@ -166,6 +172,10 @@ class ModelStore:
     wait_s : float or None, default=60
         Seconds a writer waits for another writer's lock before
         :class:`~vrvm.trips.durable.StoreBusyError`; None waits as long as it takes.
+    audit_log : AuditLog, optional
+        The data home's audit log (:func:`vrvm.trips.home.model_store` passes it): a
+        publish or activation given ``audit=`` records its entry there in the same
+        durable step as the change (see Notes).
 
     See Also
     --------
@@ -192,6 +202,15 @@ class ModelStore:
       asked for activation is activated, staging folders, empty reservations and
       half-deleted versions are removed, and every repair is logged.
     * ``active.json`` is replaced atomically (temporary file, fsync, ``os.replace``).
+    * **The audit entry is part of the change.** A publish (or an activation) given
+      ``audit=`` writes its audit entry, with a random ``commit`` token, into its journal
+      entry before the change commits, appends it to :attr:`audit_log` after the
+      change, and only then removes the journal entry. A writer killed in between (or
+      a log that could not be written) leaves the journal entry, and :meth:`heal`
+      appends the entry (``healed: true``) unless the log already holds its token: a
+      committed change is never without its entry, and never recorded twice. An
+      activation whose pointer never moved is rolled back with no entry.
+      :meth:`unaudited_versions` lists committed versions without a ``publish`` entry.
 
     Examples
     --------
@@ -226,10 +245,12 @@ class ModelStore:
         *,
         keep_last: int | None = None,
         wait_s: float | None = DEFAULT_WAIT_S,
+        audit_log: AuditLog | None = None,
     ) -> None:
         self.root = Path(root)
         self.keep_last = keep_last
         self.wait_s = wait_s
+        self.audit_log = audit_log
 
     def __repr__(self) -> str:
         return f"ModelStore({str(self.root)!r})"
@@ -488,7 +509,9 @@ class ModelStore:
             self.root / LOCK_FILE, timeout=self.wait_s if timeout is _ANY else timeout
         )
 
-    def activate(self, version: int, *, how: str = "by hand") -> None:
+    def activate(
+        self, version: int, *, how: str = "by hand", audit: Mapping[str, Any] | None = None
+    ) -> None:
         """Point ``active.json`` at a committed version (atomically), under the lock.
 
         Parameters
@@ -498,20 +521,81 @@ class ModelStore:
         how : str, default="by hand"
             Why it is activated, kept in ``active.json``. ``"by hand"`` (a user's
             choice, e.g. a rollback) also marks the version as one retention keeps.
+        audit : dict, optional
+            ``who``, ``how`` and ``via`` of whoever activates it, and any details: an
+            ``activate`` entry (with ``version`` and ``previous``, the version it
+            replaced) is recorded in :attr:`audit_log` in the same durable step as the
+            pointer (class Notes).
 
         Raises
         ------
         ValueError
-            If the store has no such version.
+            If the store has no such version, or ``audit`` is not a valid entry.
         StoreBusyError
             When another writer held the lock for the store's ``wait_s``.
         """
         version = _check_version_number(version)
         with self.lock():
             self.path(version)  # refuse unknown versions before touching the pointer
-            self._point(version, how=how)
+            if audit is None:
+                self._point(version, how=how)
+                return
+            previous = self._pointer().get("version")
+            token = secrets.token_hex(8)
+            entry = self._audit_entry(
+                "activate",
+                audit,
+                version=version,
+                previous=previous if isinstance(previous, int) else None,
+                commit=token,
+            )
+            journal = self._journal_dir / f"activate-{token}.json"
+            atomic_write_json(journal, {"version": version, "audit": entry})
+            self._point(version, how=how, commit=token)
+            crash_point("model_store.pointed")
+            if self._record(entry):
+                journal.unlink(missing_ok=True)
 
-    def _point(self, version: int, *, how: str) -> None:
+    def _audit_entry(self, action: str, audit: Mapping[str, Any], **facts: Any) -> dict[str, Any]:
+        """The audit entry of a change, checked before anything is written."""
+        entry = {**dict(audit), **facts, "action": action}
+        missing = [k for k in ("who", "how", "via") if not isinstance(entry.get(k), str)]
+        if missing:
+            raise ValueError(f"audit needs who, how and via as text; missing {missing}")
+        try:
+            json.dumps(entry, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"audit details must be JSON: {exc}") from None
+        return entry
+
+    def _record(self, entry: Mapping[str, Any], **extra: Any) -> bool:
+        """Append ``entry`` to the audit log; False (logged) when it cannot be written,
+        so that the journal entry stays and :meth:`heal` writes it later."""
+        if self.audit_log is None:
+            logger.error(
+                "%s: no audit log to record %s of version %s; the journal keeps it",
+                self.root,
+                entry["action"],
+                entry.get("version"),
+            )
+            return False
+        fields = {k: v for k, v in entry.items() if k != "action"}
+        try:
+            self.audit_log.append(entry["action"], **fields, **extra)
+        except (OSError, ValueError) as exc:
+            logger.error(
+                "%s: the audit entry of %s of version %s is not written yet (%s); the "
+                "next open of the store writes it",
+                self.root,
+                entry["action"],
+                entry.get("version"),
+                exc,
+            )
+            return False
+        crash_point("model_store.logged")
+        return True
+
+    def _point(self, version: int, *, how: str, commit: str | None = None) -> None:
         """Move the pointer (the caller holds the lock and checked the version)."""
         pointer = self._pointer()
         by_hand = self._numbers(pointer.get("by_hand"))
@@ -526,6 +610,13 @@ class ModelStore:
             "by_hand": sorted(by_hand),
             "highest_activated": highest,
         }
+        # the tokens of the latest audited activations: a later activation does not hide
+        # from heal() that an interrupted one moved the pointer
+        commits = [c for c in pointer.get("commits", []) if isinstance(c, str)]
+        if commit is not None:
+            commits.append(commit)
+        if commits:
+            document["commits"] = commits[-_KEPT_COMMITS:]
         atomic_write_json(self.root / ACTIVE_FILE, document)
 
     def _reserve(self) -> tuple[int, Path]:
@@ -551,6 +642,7 @@ class ModelStore:
         activate: bool = True,
         parent: int | None = None,
         expect_active: int | object | None = UNCHECKED,
+        audit: Mapping[str, Any] | None = None,
     ) -> int:
         """Commit a new version written by ``writer`` and optionally activate it.
 
@@ -570,6 +662,10 @@ class ModelStore:
             The active version the caller built on: if the store's active version is
             another one when the lock is taken (a concurrent publish), nothing is
             written and :class:`StoreConflictError` is raised. Not checked by default.
+        audit : dict, optional
+            ``who``, ``how`` and ``via`` of the publisher, and details (name, kind,
+            trips, ...): a ``publish`` entry (with ``version``) is recorded in
+            :attr:`audit_log` in the same durable step as the version (class Notes).
 
         Returns
         -------
@@ -580,6 +676,8 @@ class ModelStore:
         ------
         ModelFormatError
             If ``info`` is not JSON-serialisable or the writer wrote no ``model.json``.
+        ValueError
+            If ``audit`` is not a valid entry (nothing is written).
         StoreConflictError
             See ``expect_active``.
         StoreBusyError
@@ -600,8 +698,10 @@ class ModelStore:
             raise ModelFormatError(f"cannot add to {self.root}: info must be a dict")
         if parent is not None:
             parent = _check_version_number(parent)
-        self._versions_dir.mkdir(parents=True, exist_ok=True)
+        if audit is not None:
+            self._audit_entry("publish", audit, version=0, commit="")  # checked up front
         with self.lock():
+            self._versions_dir.mkdir(parents=True, exist_ok=True)
             if expect_active is not UNCHECKED:
                 current = self.active_version()
                 if current != expect_active:
@@ -610,10 +710,12 @@ class ModelStore:
             crash_point("model_store.reserved")
             entry = self._journal_entry(version)
             staging = self._versions_dir / f"{TMP_PREFIX}{reserved.name}-{secrets.token_hex(4)}"
+            intent = {"version": version, "activate": bool(activate), "pid": os.getpid()}
+            if audit is not None:
+                token = secrets.token_hex(8)
+                intent["audit"] = self._audit_entry("publish", audit, version=version, commit=token)
             try:
-                atomic_write_json(
-                    entry, {"version": version, "activate": bool(activate), "pid": os.getpid()}
-                )
+                atomic_write_json(entry, intent)
                 crash_point("model_store.intent")
                 staging.mkdir()
                 model_dir = staging / "model"
@@ -654,7 +756,8 @@ class ModelStore:
             if activate:
                 self._point(version, how="publish")
                 crash_point("model_store.activated")
-            entry.unlink(missing_ok=True)
+            if "audit" not in intent or self._record(intent["audit"]):
+                entry.unlink(missing_ok=True)  # else the next heal writes the entry
             if self.keep_last is not None:
                 self._prune(self.keep_last)
         return version
@@ -715,6 +818,10 @@ class ModelStore:
         * A journal entry whose version was committed and meant to be activated, and
           which is newer than the active one: the version is activated (the publish's
           intent). An entry whose version never got committed: rolled back.
+        * A journal entry of a committed change (a publish, or an activation whose
+          pointer moved) whose audit entry is not in :attr:`audit_log`: the entry is
+          appended, marked ``healed``. An activation whose pointer never moved: rolled
+          back. An entry whose audit entry cannot be written stays for the next heal.
         * Staging folders (``versions/.tmp-*``), empty reservations ``versions/v<N>``,
           half-removed versions and temporary files of the pointer: removed.
 
@@ -727,22 +834,105 @@ class ModelStore:
         repairs: list[str] = []
         with self.lock():
             committed = set(self._committed())
-            for entry, version, wanted in self._journal():
-                active = self._pointer().get("version")
-                active = active if isinstance(active, int) else 0
-                if version in committed and wanted and version > active:
-                    self._point(version, how="repair")
-                    repairs.append(
-                        f"activated version {version}: it was committed, but the process "
-                        "publishing it stopped before making it active"
-                    )
-                elif version not in committed:
+            for entry, version, document in self._journal():
+                done = True
+                if entry.name.startswith("activate-"):
+                    done = self._heal_activation(entry, version, document, repairs)
+                elif version in committed:
+                    active = self._pointer().get("version")
+                    active = active if isinstance(active, int) else 0
+                    if document.get("activate") and version > active:
+                        self._point(version, how="repair")
+                        repairs.append(
+                            f"activated version {version}: it was committed, but the "
+                            "process publishing it stopped before making it active"
+                        )
+                    done = self._heal_audit(document, f"publish of version {version}", repairs)
+                else:
                     repairs.append(f"rolled back the unfinished publish of version {version}")
-                entry.unlink(missing_ok=True)
+                if done:
+                    entry.unlink(missing_ok=True)
             repairs += self._remove_leftovers(committed)
         for repair in repairs:
             logger.warning("model store %s: %s", self.root, repair)
         return repairs
+
+    def _heal_activation(self, entry: Path, version: int, document: dict, repairs: list) -> bool:
+        token = (document.get("audit") or {}).get("commit")
+        if token is None or token not in (self._pointer().get("commits") or []):
+            repairs.append(
+                f"rolled back the unfinished activation of version {version} (the "
+                "pointer never moved)"
+            )
+            return True
+        return self._heal_audit(document, f"activation of version {version}", repairs)
+
+    def _heal_audit(self, document: dict, what: str, repairs: list) -> bool:
+        """Append the journal's audit entry unless the log has it; False if it cannot."""
+        audit = document.get("audit")
+        if not isinstance(audit, dict) or not audit.get("commit"):
+            return True
+        if self.audit_log is not None and self.audit_log.has_entry(commit=audit["commit"]):
+            return True
+        if not self._record(audit, healed=True):
+            return False
+        repairs.append(
+            f"wrote the audit entry of the {what}: the process making it stopped before writing it"
+        )
+        return True
+
+    def pending_repairs(self) -> list[str]:
+        """What :meth:`heal` would repair, found without the lock and without writing.
+
+        For a store that must not be written (a read-only home): it is served as
+        committed, and these are reported instead of repaired.
+        """
+        if not self.root.is_dir():
+            return []
+        committed = set(self._committed())
+        active = self._pointer().get("version")
+        pending = []
+        for entry, version, document in self._journal():
+            if entry.name.startswith("activate-"):
+                pending.append(f"an activation of version {version} was interrupted")
+            elif version not in committed:
+                pending.append(f"the publish of version {version} was interrupted")
+            elif document.get("activate") and version > (active or 0):
+                pending.append(f"version {version} was committed but not made active")
+            else:
+                pending.append(f"the audit entry of version {version} may be missing")
+        for folder in (self._versions_dir, self.root):
+            try:
+                names = sorted(os.listdir(folder))
+            except FileNotFoundError:
+                continue
+            pending += [
+                f"{name} was left by an interrupted write"
+                for name in names
+                if name.startswith(TMP_PREFIX)
+            ]
+        reserved = set(self._numbered_dirs()) - committed
+        pending += [f"the version number {v} was reserved and never used" for v in sorted(reserved)]
+        return pending
+
+    def unaudited_versions(self) -> list[int]:
+        """Committed versions without a ``publish`` entry in :attr:`audit_log`.
+
+        After :meth:`heal`, a version published with ``audit=`` always has one; those
+        listed were published without (by an older vrvm, or by code that named nobody),
+        or their entry was removed from the log.
+
+        Raises
+        ------
+        ValueError
+            When the store has no audit log.
+        """
+        if self.audit_log is None:
+            raise ValueError(f"{self.root}: this store was opened without its audit log")
+        logged = {
+            e.get("version") for e in self.audit_log.entries() if e.get("action") == "publish"
+        }
+        return [v for v in self._committed() if v not in logged]
 
     def _remove_leftovers(self, committed: set[int]) -> list[str]:
         """Remove what interrupted writes left (the caller holds the lock)."""
@@ -764,8 +954,9 @@ class ModelStore:
             removed.append(f"removed {name}, left by an interrupted write")
         return removed
 
-    def _journal(self) -> list[tuple[Path, int, bool]]:
-        """The journal's entries ``(file, version, activate)``, oldest version first."""
+    def _journal(self) -> list[tuple[Path, int, dict[str, Any]]]:
+        """The journal's entries ``(file, version, document)``, oldest version first
+        (a torn entry reads as ``{}``: its change cannot have committed)."""
         try:
             names = os.listdir(self._journal_dir)
         except FileNotFoundError:
@@ -773,14 +964,18 @@ class ModelStore:
         entries = []
         for name in names:
             path = self._journal_dir / name
-            match = _JOURNAL_ENTRY.fullmatch(name)
+            match = _JOURNAL_ENTRY.fullmatch(name) or _ACTIVATION_ENTRY.fullmatch(name)
             if not match:
                 if name.startswith(TMP_PREFIX):
                     path.unlink(missing_ok=True)
                 continue
             try:
-                wanted = bool(loads_strict(path.read_bytes()).get("activate", False))
-            except (OSError, ValueError, AttributeError):
-                wanted = False  # a torn entry: its publish cannot have committed
-            entries.append((path, int(match.group(1)), wanted))
-        return sorted(entries, key=lambda e: e[1])
+                document = loads_strict(path.read_bytes())
+                document = document if isinstance(document, dict) else {}
+            except (OSError, ValueError):
+                document = {}
+            version = document.get("version") if name.startswith("activate-") else None
+            if version is None:
+                version = int(match.group(1)) if name.startswith("v") else 0
+            entries.append((path, int(version) if isinstance(version, int) else 0, document))
+        return sorted(entries, key=lambda e: (e[1], e[0].name))
