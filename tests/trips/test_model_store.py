@@ -15,7 +15,7 @@ from tests.trips.model_helpers import FORMAT, _raises_format_error, _save, _tag
 from vrvm.trips.model_dir import (
     read_model_manifest,
 )
-from vrvm.trips.model_store import ModelStore, StoreConflictError
+from vrvm.trips.model_store import LOCK_FILE, ModelStore, StoreConflictError
 
 
 def _writer(tag: str = "a"):
@@ -26,14 +26,19 @@ def _writer(tag: str = "a"):
 
 
 def _snapshot(root: Path) -> dict[str, bytes | None]:
-    """Every path under ``root`` with the content of files (directories map to None)."""
+    """Every path under ``root`` with the content of files (directories map to None).
+
+    The lock file's content names its latest holder and the time it took the lock (to
+    the second): only its presence is compared, never that text.
+    """
     result: dict[str, bytes | None] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames:
             result[os.path.relpath(os.path.join(dirpath, name), root)] = None
         for name in filenames:
             full = os.path.join(dirpath, name)
-            result[os.path.relpath(full, root)] = Path(full).read_bytes()
+            content = None if name == LOCK_FILE else Path(full).read_bytes()
+            result[os.path.relpath(full, root)] = content
     return result
 
 
