@@ -1,11 +1,12 @@
 """Relevance vectors: the training trips the ensemble kept, as arcs, curves and a table.
 
-In private mode (``ctx.privacy``) the trips never reach the page: arcs join the centres
-of the zones their ends lie in, counted per zone pair, and the table and its download
-name zones, weekday or weekend and the hour instead of coordinates and start times
-(:mod:`vrvm.services.privacy`).
+In private mode (``ctx.privacy``) the trips never reach the page: they are shown only
+per pair of zones their ends lie in, and only pairs of at least k trips (arcs between
+the zones' centres; a table and its download of those pairs, the smaller pairs together
+in one last row), and the member and hour filters are not drawn, so that no two views
+can be subtracted to single a trip out (:mod:`vrvm.services.privacy`).
 
-State keys: ``{key}_members``, ``{key}_hours``, ``{key}_color``.
+State keys: ``{key}_members``, ``{key}_hours`` (raw view only), ``{key}_color``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from app_ui import charts, maps
 from app_ui.context import ModelContext, privacy_note
 from app_ui.sidebar import basemap_enabled
 from vrvm.services import privacy, relevance
+from vrvm.services.csv_cells import safe_cells
 
 COLOR_LABELS = {"weight": "|weight|", "width": "kernel width"}
 
@@ -23,15 +25,18 @@ COLOR_LABELS = {"weight": "|weight|", "width": "kernel width"}
 def show(key: str, ctx: ModelContext) -> None:
     table = relevance.relevance_table(ctx.model)
     n_members = len(ctx.model.members_)
+    private, k = ctx.privacy.private, ctx.privacy.min_trips
     controls = st.columns([3, 3, 2])
-    members = controls[0].multiselect(
-        "Ensemble members",
-        list(range(n_members)),
-        default=list(range(n_members)),
-        key=f"{key}_members",
-        format_func=lambda m: f"member {m}",
-    )
-    hours = controls[1].slider("Departure hour", 0, 23, (0, 23), key=f"{key}_hours")
+    members, hours = None, None
+    if not private:  # filters over aggregates could be subtracted to single out a trip
+        members = controls[0].multiselect(
+            "Ensemble members",
+            list(range(n_members)),
+            default=list(range(n_members)),
+            key=f"{key}_members",
+            format_func=lambda m: f"member {m}",
+        )
+        hours = controls[1].slider("Departure hour", 0, 23, (0, 23), key=f"{key}_hours")
     colour_by = controls[2].segmented_control(
         "Colour arcs by",
         list(COLOR_LABELS),
@@ -42,15 +47,27 @@ def show(key: str, ctx: ModelContext) -> None:
     )
     chosen = relevance.filter_relevance(table, members=members, hours=hours)
     colours, legend = relevance.relevance_colors(chosen, by=colour_by or "weight")
+    if private:
+        arcs = privacy.relevance_arcs(chosen, ctx.area, min_trips=k)
+        colours, legend = relevance.relevance_colors(arcs, by=colour_by or "weight")
 
     stats = st.columns(4)
-    stats[0].metric(
-        "Relevance vectors shown",
-        f"{len(chosen):,}",
-        f"of {len(table):,}",
-        delta_color="off",
-        delta_arrow="off",
-    )
+    if private:
+        stats[0].metric(
+            f"Zone pairs of {k}+ trips",
+            f"{len(arcs):,}",
+            f"{int(arcs['n'].sum()):,} of {len(table):,} trips",
+            delta_color="off",
+            delta_arrow="off",
+        )
+    else:
+        stats[0].metric(
+            "Relevance vectors shown",
+            f"{len(chosen):,}",
+            f"of {len(table):,}",
+            delta_color="off",
+            delta_arrow="off",
+        )
     stats[1].metric("Members", n_members)
     stats[2].metric(
         "Kernel widths",
@@ -68,10 +85,7 @@ def show(key: str, ctx: ModelContext) -> None:
         stats[3].metric("Noise (median member)", f"{members_frame['noise_std'].median():.0f} s")
     st.caption(relevance.noise_sentence(ctx.model))
 
-    private = ctx.privacy.private
     if private:
-        arcs = privacy.relevance_arcs(chosen, ctx.area)
-        colours, legend = relevance.relevance_colors(arcs, by=colour_by or "weight")
         deck = maps.zone_arc_deck(arcs, colours, ctx.area, basemap=basemap_enabled())
     else:
         deck = maps.arc_deck(chosen, colours, ctx.area, basemap=basemap_enabled())
@@ -82,7 +96,8 @@ def show(key: str, ctx: ModelContext) -> None:
     )
     what = (
         "Each arc joins the centres of two zones and stands for the relevance vectors "
-        "(training trips whose kernel columns kept a non-zero weight) between them"
+        f"(training trips whose kernel columns kept a non-zero weight) between them, "
+        f"drawn only where at least {k} trips join the two zones"
         if private
         else "Each arc is a training trip that became a relevance vector: its kernel columns "
         "kept a non-zero weight"
@@ -106,18 +121,27 @@ def show(key: str, ctx: ModelContext) -> None:
             shown_members.round(3), hide_index=True, key=f"{key}_members_table", width="stretch"
         )
 
-    st.markdown("**Relevance-vector trips**")
     if private:
-        shown = privacy.private_relevance_table(chosen, ctx.area)
+        st.markdown(f"**Relevance vectors per zone pair (at least {k} trips)**")
+        shown = privacy.private_relevance_table(chosen, ctx.area, min_trips=k)
         download = shown
+        n_shown = int(shown["trips"].sum())
+        st.caption(
+            f"{n_shown:,} of {len(chosen):,} relevance-vector trips are shown: one row per "
+            f"pair of zones with at least {k} of them, then the trips of the smaller pairs "
+            f"together in one row ({privacy.OTHER_PAIRS}) when they are {k} or more. Start "
+            "hours are the middle half of the pair's; travel times are quartiles in whole "
+            "minutes."
+        )
     else:
+        st.markdown("**Relevance-vector trips**")
         shown = chosen.drop(columns=["travel_time_s"]).copy()
         shown["start_time"] = shown["start_time"].astype(str)
         download = chosen
     st.dataframe(shown.round(4), hide_index=True, height=300, key=f"{key}_table", width="stretch")
     st.download_button(
         "Download CSV",
-        download.to_csv(index=False).encode("utf-8"),
+        safe_cells(download).to_csv(index=False).encode("utf-8"),
         file_name=f"relevance_vectors_v{ctx.version}{'_zones' if private else ''}.csv",
         mime="text/csv",
         key=f"{key}_csv",

@@ -307,3 +307,33 @@ def test_a_closed_pipe_ends_quietly(model_dir, files):
     argv += ["--depart", DEPART, "-q"]
     status = main([str(a) for a in argv], stdout=_ClosedPipe(), stderr=err)
     assert status == 141 and err.getvalue() == ""
+
+
+@pytest.mark.parametrize("out", ["M.csv", "-"])
+def test_names_a_spreadsheet_would_run_are_quoted_in_csv(model_dir, files, tmp_path, out):
+    """Issue 32 (CSV injection): a point named like a formula is written with a leading
+    quote in CSV, as OWASP recommends, and verbatim in Parquet; numbers stay numbers."""
+    origins, _ = files
+    evil = "=cmd|' /C calc'!A0"
+    named = pd.DataFrame({"name": [evil, "-2+3"], "lat": [0.0, 0.0], "lon": [0.0, 0.0]})
+    points = pd.read_csv(origins)[:2]
+    named[["lat", "lon"]] = points[["lat", "lon"]].to_numpy()
+    named.to_csv(tmp_path / "E.csv", index=False)
+    target = out if out == "-" else tmp_path / out
+    status, stdout, err = run(
+        "matrix", model_dir, "--origins", tmp_path / "E.csv", "--destinations", origins,
+        "--depart", DEPART, "-q", "--out", target,
+    )  # fmt: skip
+    assert status == 0, err
+    text = stdout if out == "-" else target.read_text()
+    assert not any(line.startswith(("=", "-2+3")) for line in text.splitlines())
+    table = pd.read_csv(io.StringIO(text))
+    assert table["origin"].unique().tolist() == ["'" + evil, "'-2+3"]
+    want = expected(model_dir, tmp_path / "E.csv", origins)
+    pd.testing.assert_frame_equal(table.drop(columns="origin"), want.drop(columns="origin"))
+    status, _, err = run(
+        "matrix", model_dir, "--origins", tmp_path / "E.csv", "--destinations", origins,
+        "--depart", DEPART, "-q", "--out", tmp_path / "M.parquet",
+    )  # fmt: skip
+    assert status == 0, err
+    assert pd.read_parquet(tmp_path / "M.parquet")["origin"][0] == evil

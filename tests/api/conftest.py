@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 
 from vrvm.api import ApiSettings, create_app
@@ -36,3 +40,41 @@ def zones(client):
     """The served zones, busiest first."""
     found = client.get("/v1/zones").json()["zones"]
     return sorted(found, key=lambda z: -z["trip_ends"])
+
+
+@pytest.fixture
+def serve_on_localhost():
+    """``serve_on_localhost(app)``: a real uvicorn server of ``app`` on 127.0.0.1 (in a
+    thread), started (lifespan included); returns its base URL.
+
+    Unlike the TestClient, it speaks HTTP/1.1 over a real socket, so keep-alive
+    connections, resets and uvicorn's own error handling are what a client sees.
+    """
+    running = []
+
+    def serve(app) -> str:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", 0))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        running.append((server, thread, sock))
+        for _ in range(1200):  # bounded: at most 120 s to load the model and start
+            if server.started or not thread.is_alive():
+                break
+            threading.Event().wait(0.1)
+        if not server.started:
+            pytest.fail("the server on 127.0.0.1 did not start within 120 s")
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    yield serve
+    for server, thread, sock in running:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+@pytest.fixture
+def live_server(vrvm_home, serve_on_localhost):
+    """The API over the tiny home on a real uvicorn server on 127.0.0.1: its base URL."""
+    return serve_on_localhost(create_app(ApiSettings(home=vrvm_home, check_every_s=0.05)))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.client
 import io
+import json
 import os
 import re
 import socket
@@ -16,7 +18,9 @@ import httpx
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from fastapi import FastAPI
 
+from vrvm.api._errors import INTERNAL_ERROR, InternalErrors
 from vrvm.services.coverage import coverage_grid
 from vrvm.services.live import LiveModel
 from vrvm.services.matrix import matrix_frame
@@ -331,3 +335,119 @@ def test_the_interactive_docs_need_no_network(make_client):
     hidden = make_client(docs=False)
     for path in ("/docs", "/redoc", "/openapi.json"):
         assert hidden.get(path).status_code == 404
+
+
+# issue 32: dates that overflowed (a 500, then a reset of the keep-alive connection) and
+# issue 31: numbers read as Unix times ("-1" as 1969)
+BAD_DEPARTURES = [
+    "9999-12-31",
+    "0001-01-01T00:00:00",
+    "2262-04-12T00:00:00",
+    "99999999999",
+    "-1",
+    99999999999,
+    -1,
+]
+
+
+def _exchange(conn: http.client.HTTPConnection, method: str, path: str, body=None):
+    """One request on ``conn``'s open connection: (status, JSON answer or text)."""
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+    response = conn.getresponse()
+    data = response.read()
+    kind = response.getheader("content-type", "")
+    return response.status, json.loads(data) if "json" in kind else data.decode()
+
+
+def _requests_with_departure(zones, depart) -> list[tuple[str, str, dict | None]]:
+    """A request to every endpoint that takes a departure, with ``depart``."""
+    a, b = zones[0]["zone"], zones[1]["zone"]
+    query = str(httpx.QueryParams({"origin_zone": a, "within": 600, "depart": str(depart)}))
+    return [
+        (
+            "POST",
+            "/v1/predict",
+            {"trips": [{"origin": {"zone": a}, "destination": {"zone": b}, "depart": depart}]},
+        ),
+        (
+            "POST",
+            "/v1/matrix",
+            {"origins": [{"zone": a}], "destinations": [{"zone": b}], "depart": depart},
+        ),
+        ("GET", "/v1/reach?" + query, None),
+        ("GET", "/v1/isochrone?" + query, None),
+        ("POST", "/v1/coverage", {"bases": [{"zone": a}], "within_s": 600, "depart": depart}),
+    ]
+
+
+def test_bad_departures_are_a_422_and_the_connection_stays_usable(live_server):
+    host, port = live_server.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        status, found = _exchange(conn, "GET", "/v1/zones")
+        assert status == 200
+        zones = sorted(found["zones"], key=lambda z: -z["trip_ends"])
+        valid = _requests_with_departure(zones, "2024-03-12T08:00:00")[0]
+        local = conn.sock.getsockname()  # http.client reconnects silently: watch the socket
+        for depart in BAD_DEPARTURES:
+            for method, path, body in _requests_with_departure(zones, depart):
+                status, answer = _exchange(conn, method, path, body)
+                assert status == 422, (path, depart, answer)
+                (error,) = answer["detail"]
+                assert error["loc"][-1] == "depart", (path, depart, error)
+                assert re.search("ISO 8601 date-time|outside the supported range", error["msg"])
+                status, answer = _exchange(conn, *valid)
+                assert status == 200, (path, depart, answer)
+                assert conn.sock is not None and conn.sock.getsockname() == local
+        many = "&".join(f"p={(i + 1) / 2001:.6f}" for i in range(2000))
+        status, answer = _exchange(
+            conn, "GET", f"/v1/isochrone?origin_zone={zones[0]['zone']}&within=600&{many}"
+        )
+        assert status == 422 and answer["detail"][0]["loc"] == ["query", "p"]
+        assert "at most 20" in answer["detail"][0]["msg"]
+        assert _exchange(conn, *valid)[0] == 200 and conn.sock.getsockname() == local
+    finally:
+        conn.close()
+
+
+def test_an_unexpected_error_is_a_500_on_a_connection_that_stays_usable(serve_on_localhost):
+    app = FastAPI()
+
+    @app.get("/broken")
+    def broken():
+        raise OverflowError("what pandas raised for a year-9999 departure")
+
+    @app.get("/fine")
+    def fine():
+        return {"status": "ok"}
+
+    app.add_middleware(InternalErrors)
+    host, port = serve_on_localhost(app).removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        assert _exchange(conn, "GET", "/fine") == (200, {"status": "ok"})
+        local = conn.sock.getsockname()
+        for _ in range(3):
+            assert _exchange(conn, "GET", "/broken") == (500, {"detail": INTERNAL_ERROR})
+            assert _exchange(conn, "GET", "/fine") == (200, {"status": "ok"})
+            assert conn.sock is not None and conn.sock.getsockname() == local
+    finally:
+        conn.close()
+
+
+def test_matrix_csv_quotes_names_a_spreadsheet_would_run(client, zones):
+    """Issue 32 (CSV injection): names are echoed in the matrix; in CSV a name that a
+    spreadsheet would run gets a leading quote (OWASP), in JSON it is as given."""
+    evil = "=cmd|' /C calc'!A0"
+    body = _matrix_body(zones, m=2, n=2)
+    body["origins"][0]["name"] = evil
+    body["destinations"][1]["name"] = "@SUM(1+1)"
+    answer = client.post("/v1/matrix", json=body, headers={"accept": "text/csv"})
+    assert answer.status_code == 200
+    assert not re.search(r"(^|,)[=+@-]", answer.text, flags=re.MULTILINE)
+    table = pd.read_csv(io.StringIO(answer.text))
+    assert table["origin"][0] == "'" + evil and table["destination"][1] == "'@SUM(1+1)"
+    assert table["mean_s"].dtype.kind == "f"
+    document = client.post("/v1/matrix", json=body).json()
+    assert document["pairs"][0]["origin"] == evil

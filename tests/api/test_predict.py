@@ -138,6 +138,28 @@ def test_optional_parts_can_be_left_out(client, zones):
             ["body", "trips", 0, "depart"],
             "datetime",
         ),
+        *[  # issue 31: numbers were read as Unix times ("-1" as 1969)
+            (
+                {"trips": [{"origin": {"zone": "x"}, "destination": {"zone": "x"}, "depart": d}]},
+                ["body", "trips", 0, "depart"],
+                "depart must be an ISO 8601 date-time",
+            )
+            for d in ("99999999999", "-1", " 1462262400.5 ", 1462262400, -1, 1.5e9)
+        ],
+        *[  # issue 32: these overflowed into a 500
+            (
+                {"trips": [{"origin": {"zone": "x"}, "destination": {"zone": "x"}, "depart": d}]},
+                ["body", "trips", 0, "depart"],
+                "outside the supported range of departures, 1970-01-01T00:00:00Z to 2100",
+            )
+            for d in (
+                "9999-12-31T00:00:00",
+                "0001-01-01",
+                "2262-04-12T00:00:00",
+                "1969-12-31T23:59:59Z",
+                "2100-01-01T00:00:01+00:00",
+            )
+        ],
     ],
 )
 def test_bad_requests_name_the_field_and_the_problem(client, body, loc, words):
@@ -225,3 +247,14 @@ def test_the_batcher_answers_concurrent_requests_in_few_model_calls(vrvm_home, z
         for column in ("mean_s", "median_s", "q0.9_s", "p_within_600s", "misery_index"):
             assert table[column].to_numpy() == pytest.approx(alone[column].to_numpy(), rel=1e-9)
         assert table["support_trips"].tolist() == alone["support_trips"].tolist()
+
+
+def test_departures_at_the_ends_of_the_range_are_answered(client, zones):
+    for depart in ("1970-01-01T00:00:00Z", "2100-01-01T00:00:00+00:00", "2099-12-31T23:00:00"):
+        answer = client.post("/v1/predict", json={"trips": [_trip(zones[0], zones[5], depart)]})
+        assert answer.status_code == 200, answer.text
+    # a wall-clock time is placed in the model's zone (UTC here) and checked there too
+    edge = client.post(
+        "/v1/predict", json={"trips": [_trip(zones[0], zones[5], "1970-01-01T00:00:00+01:00")]}
+    )
+    assert edge.status_code == 422 and "outside the supported range" in edge.text

@@ -17,6 +17,7 @@ import pandas as pd
 from vrvm.api.schemas import PointIn
 from vrvm.services.area import ServiceArea
 from vrvm.services.places import Place, place_from_latlon, place_from_zone
+from vrvm.trips.time_range import check_departure
 
 __all__ = ["FieldError", "departure", "parse_latlon_param", "place_of", "points_frame"]
 
@@ -34,20 +35,25 @@ class FieldError(ValueError):
         return [{"loc": self.loc, "msg": self.msg, "type": "value_error"}]
 
 
-def departure(value: datetime | str | None, tz: str, loc: Sequence[str | int]) -> pd.Timestamp:
+def departure(value: datetime | None, tz: str, loc: Sequence[str | int]) -> pd.Timestamp:
     """An aware departure in the model's zone ``tz``: now for None, a naive time read as
-    a wall-clock time in ``tz``, an aware one converted."""
+    a wall-clock time in ``tz``, an aware one converted.
+
+    ``value`` has passed :data:`~vrvm.api.schemas.Departure` (ISO 8601, in range with a
+    naive time judged as UTC); it is checked again once placed in ``tz``, so a naive
+    time at the very edge of the range cannot slip out of it by the zone's offset.
+    """
     if value is None:
         return pd.Timestamp.now(tz=tz).floor("s")
     try:
-        stamp = pd.Timestamp(value)
-    except (TypeError, ValueError) as exc:
-        raise FieldError(loc, f"not a time: {exc}") from None
-    if stamp is pd.NaT:
-        raise FieldError(loc, "not a time")
-    if stamp.tzinfo is None:
-        return stamp.tz_localize(tz, ambiguous=True, nonexistent="shift_forward")
-    return stamp.tz_convert(tz)
+        stamp = check_departure(value, name="depart")
+        if stamp.tzinfo is None:
+            stamp = stamp.tz_localize(tz, ambiguous=True, nonexistent="shift_forward")
+        else:
+            stamp = stamp.tz_convert(tz)
+        return check_departure(stamp.as_unit("ns"), name="depart")
+    except (ValueError, OverflowError) as exc:
+        raise FieldError(loc, str(exc)) from None
 
 
 def place_of(area: ServiceArea, point: PointIn, loc: Sequence[str | int]) -> Place:

@@ -17,7 +17,14 @@ from uvicorn.supervisors import Multiprocess
 
 from vrvm.api.app import SETTINGS_ENV, ApiSettings, create_app
 
-__all__ = ["TcpConfig", "serve"]
+__all__ = ["WORKER_HEALTHCHECK_S", "TcpConfig", "serve"]
+
+WORKER_HEALTHCHECK_S = 60
+"""Seconds a worker may take to answer uvicorn's health check before it is killed and
+replaced. uvicorn's 5 s is shorter than a worker's start on a busy machine (imports
+and the model load: measured > 5 s at a load average of 14 on 2 cores, so every
+worker was killed before it served and ``vrvm serve --workers 2`` never became
+ready), and a worker killed mid-answer resets its clients' connections."""
 
 
 class TcpConfig(uvicorn.Config):
@@ -38,6 +45,7 @@ def serve(settings: ApiSettings, *, workers: int = 1, **options) -> None:
         return
     # each worker process builds its own app from the settings (never the token)
     os.environ[SETTINGS_ENV] = settings.to_json()
+    options.setdefault("timeout_worker_healthcheck", WORKER_HEALTHCHECK_S)
     config = TcpConfig(
         "vrvm.api.app:app_from_environment", factory=True, workers=workers, **options
     )

@@ -44,11 +44,14 @@ from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
 from vrvm._version import __version__
+from vrvm.api._errors import InternalErrors
 from vrvm.api._inputs import FieldError, departure, parse_latlon_param, place_of, points_frame
 from vrvm.api._security import AccessLog, BodyLimit, TokenCheck
 from vrvm.api.batching import DEFAULT_MAX_BATCH_TRIPS, TripBatcher
 from vrvm.api.schemas import (
+    MAX_LEVELS,
     CoverageRequest,
+    Departure,
     MatrixRequest,
     ModelRef,
     PredictRequest,
@@ -513,7 +516,9 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         within: Annotated[float, Query(description="The time t in seconds.")],
         origin: Annotated[str | None, Query(description="'lat,lon' in degrees.")] = None,
         origin_zone: Annotated[str | None, Query(description="A zone id instead.")] = None,
-        depart: Annotated[str | None, Query(description="ISO 8601; default now.")] = None,
+        depart: Annotated[
+            Departure | None, Query(description="ISO 8601 (not a number); default now.")
+        ] = None,
     ):
         now = served()
         place = _one_place(now, origin, origin_zone, "origin")
@@ -536,9 +541,15 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         within: Annotated[float, Query(description="The time t in seconds.")],
         origin: Annotated[str | None, Query(description="'lat,lon' in degrees.")] = None,
         origin_zone: Annotated[str | None, Query(description="A zone id instead.")] = None,
-        depart: Annotated[str | None, Query(description="ISO 8601; default now.")] = None,
+        depart: Annotated[
+            Departure | None, Query(description="ISO 8601 (not a number); default now.")
+        ] = None,
         p: Annotated[
-            list[float] | None, Query(description="Probabilities (repeat for several).")
+            list[float] | None,
+            Query(
+                max_length=MAX_LEVELS,
+                description=f"Probabilities (repeat for several; at most {MAX_LEVELS}).",
+            ),
         ] = None,
         direction: Annotated[str, Query(pattern="^(from|to)$")] = "from",
     ):
@@ -588,6 +599,8 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         return _geojson_with_model(document, now)
 
     app.include_router(v1)
+    # innermost, so the access log and CORS see its 500 like any other answer
+    app.add_middleware(InternalErrors)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

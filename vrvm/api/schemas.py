@@ -5,18 +5,28 @@ coordinate out of range, a quantile outside (0, 1) or an unknown field is answer
 with status 422 and a list naming each field (``loc``) and its problem (``msg``).
 Times are ISO 8601: with a UTC offset (``2016-05-03T08:00:00-05:00``) they are that
 instant; without one they are wall-clock times in the model's time zone, which every
-answer states (``time_zone``). Fields may be added to the answers; none is removed.
+answer states (``time_zone``). A number (``1462262400``, ``"-1"``) is refused rather
+than read as a Unix time, and so is a time outside the supported range of departures
+(:mod:`vrvm.trips.time_range`: 1970-01-01 to 2100-01-01 UTC). Fields may be added to
+the answers; none is removed.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from vrvm.trips.time_range import check_departure
 
 __all__ = [
+    "MAX_LEVELS",
     "BaseIn",
     "CoverageRequest",
+    "Departure",
     "MatrixRequest",
     "ModelRef",
     "PointIn",
@@ -28,7 +38,35 @@ __all__ = [
 ]
 
 _STRICT = ConfigDict(extra="forbid")
-_LEVELS = 20  # most quantiles or thresholds in one request
+MAX_LEVELS = 20
+"""Most levels in one request: quantiles, thresholds ``within_s``, isochrone ``p``."""
+
+_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+_ISO_EXAMPLE = "2016-05-03T08:15:00-04:00"
+
+
+def _not_a_number(value: Any) -> Any:
+    """Refuse numbers before pydantic reads them as Unix times (``"-1"`` is 1969)."""
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    if isinstance(text, bool | int | float | Decimal) or (
+        isinstance(text, str) and _NUMBER.fullmatch(text)
+    ):
+        raise ValueError(
+            f"depart must be an ISO 8601 date-time such as {_ISO_EXAMPLE}, "
+            "not a number (Unix times are not accepted)"
+        )
+    return value
+
+
+def _in_range(value: datetime) -> datetime:
+    check_departure(value, name="depart")
+    return value
+
+
+Departure = Annotated[datetime, BeforeValidator(_not_a_number), AfterValidator(_in_range)]
+"""A departure time: an ISO 8601 date-time (never a number) in the supported range
+(:data:`~vrvm.trips.time_range.EARLIEST_DEPARTURE` ..
+:data:`~vrvm.trips.time_range.LATEST_DEPARTURE`; a time without offset judged as UTC)."""
 
 
 class PointIn(BaseModel):
@@ -68,21 +106,21 @@ class TripIn(BaseModel):
 
     origin: PointIn
     destination: PointIn
-    depart: datetime | None = Field(
+    depart: Departure | None = Field(
         None,
-        description="Departure time (ISO 8601). Without an offset: the model's time zone. "
-        "Default: now.",
+        description="Departure time (ISO 8601, 1970-01-01 to 2100-01-01; not a number). "
+        "Without an offset: the model's time zone. Default: now.",
     )
 
 
 _QUANTILES = Field(
     default_factory=list,
-    max_length=_LEVELS,
+    max_length=MAX_LEVELS,
     description="Levels q in (0, 1) of the quantiles wanted (quantiles_s).",
 )
 _WITHIN = Field(
     default_factory=list,
-    max_length=_LEVELS,
+    max_length=MAX_LEVELS,
     description="Times t in seconds of the probabilities P(T <= t) wanted (prob_within).",
 )
 
@@ -151,7 +189,9 @@ class MatrixRequest(BaseModel):
 
     origins: list[PointIn] = Field(..., min_length=1)
     destinations: list[PointIn] = Field(..., min_length=1)
-    depart: datetime | None = Field(None, description="Departure time of every pair.")
+    depart: Departure | None = Field(
+        None, description="Departure time of every pair (as in trips' depart)."
+    )
     quantiles: list[float] = _QUANTILES
     within_s: list[float] = _WITHIN
     indices: bool = Field(False, description="Also the reliability indices (about 4x the work).")
@@ -190,7 +230,7 @@ class CoverageRequest(BaseModel):
     )
 
     bases: list[BaseIn] = Field(..., min_length=1)
-    depart: datetime | None = None
+    depart: Departure | None = Field(None, description="Departure time (as in trips' depart).")
     within_s: float = Field(..., gt=0, lt=7 * 86400, description="The time T in seconds.")
 
 

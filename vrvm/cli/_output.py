@@ -8,6 +8,7 @@ from typing import IO, Any
 
 import pandas as pd
 
+from vrvm.services.csv_cells import safe_cells
 from vrvm.services.demo import DEMO_DAY, DEMO_DEPARTURES, DEMO_LEVEL
 from vrvm.services.progress import TimeLeft, describe_progress
 from vrvm.services.units import format_metric, metric_label, metric_value
@@ -24,7 +25,7 @@ def write_table(frame: pd.DataFrame, out: str, stdout: IO[str]) -> None:
     ``out="-"`` writes CSV to ``stdout``.
     """
     if out == "-":
-        frame.to_csv(stdout, index=False)
+        safe_cells(frame).to_csv(stdout, index=False)
         return
     path = Path(out)
     suffix = path.suffix.lower()
@@ -32,7 +33,8 @@ def write_table(frame: pd.DataFrame, out: str, stdout: IO[str]) -> None:
         atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
         compression = _CSV_COMPRESSION.get(suffix)
-        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=compression))
+        safe = safe_cells(frame)  # names a spreadsheet would run as formulas, quoted
+        atomic_write(path, lambda tmp: safe.to_csv(tmp, index=False, compression=compression))
 
 
 class ProgressBar:

@@ -34,6 +34,7 @@ from vrvm.services.colours import (
     legend_entries,
     nice_edges,
 )
+from vrvm.services.csv_cells import safe_cells
 from vrvm.services.forecast import query_frame
 from vrvm.services.indices import RELIABILITY_INDICES, reliability_indices
 from vrvm.services.places import Place
@@ -162,7 +163,7 @@ def coverage_csv(
         out["data"] = "SYNTHETIC (Synthetica, not a real city)"
     for column in ("median_min", "lower80_min", "upper80_min"):
         out[column] = out[column].round(3)
-    return out.to_csv(index=False, float_format="%.6g").encode("utf-8")
+    return safe_cells(out).to_csv(index=False, float_format="%.6g").encode("utf-8")
 
 
 def zone_collection(props: pd.DataFrame, grid: pd.DataFrame) -> dict[str, Any]:

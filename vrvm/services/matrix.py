@@ -36,6 +36,7 @@ import pandas as pd
 from vrvm.engine._blas import in_threads
 from vrvm.services._format import format_number
 from vrvm.services.area import ServiceArea
+from vrvm.services.csv_cells import safe_cells
 from vrvm.services.summaries import (
     INDEX_SUMMARY_COLUMNS,
     SUPPORT_COLUMNS,
@@ -485,8 +486,9 @@ def matrix_frame(
 
 # ----------------------------------------------------------------------- what is shown
 def matrix_csv(frame: pd.DataFrame) -> bytes:
-    """The matrix as CSV bytes (UTF-8, a header row, full precision)."""
-    return frame.to_csv(index=False).encode("utf-8")
+    """The matrix as CSV bytes (UTF-8, a header row, full precision), its names safe in a
+    spreadsheet (:func:`~vrvm.services.csv_cells.safe_cells`)."""
+    return safe_cells(frame).to_csv(index=False).encode("utf-8")
 
 
 def matrix_parquet(frame: pd.DataFrame) -> bytes:
@@ -499,7 +501,7 @@ def matrix_parquet(frame: pd.DataFrame) -> bytes:
 def points_csv(points: pd.DataFrame) -> bytes:
     """Points as the CSV ``vrvm matrix`` reads back: ``name``, ``lat``, ``lon``."""
     frame = points.rename(columns={"label": "name"})[["name", "lat", "lon"]]
-    return frame.to_csv(index=False).encode("utf-8")
+    return safe_cells(frame).to_csv(index=False).encode("utf-8")
 
 
 def _display_labels(area: ServiceArea | None, values: pd.Series) -> pd.Series:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.services.area import ServiceArea
+from vrvm.services.csv_cells import safe_cells
 from vrvm.services.forecast import (
     ODForecast,
     density_curve,
@@ -414,7 +415,7 @@ def curve_csv(answer: ArriveBy, *, synthetic: bool = False) -> bytes:
     out["latest_departure"] = "" if answer.departure is None else answer.departure.isoformat()
     if synthetic:
         out["data"] = "SYNTHETIC (Synthetica, not a real city)"
-    return out.to_csv(index=False, float_format="%.8g").encode("utf-8")
+    return safe_cells(out).to_csv(index=False, float_format="%.8g").encode("utf-8")
 
 
 # --------------------------------------------------------------------------- windows
