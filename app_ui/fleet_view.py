@@ -33,6 +33,8 @@ from vrvm.services.places import ODState
 from vrvm.services.text import plain_markdown
 
 TOP_CANDIDATES = 10
+# the browser refuses a larger bases or demand file before sending it (viewers upload them)
+_MAX_UPLOAD_MB = max(1, int(fleet_files.MAX_FILE_MB))
 OBJECTIVE_LABELS = {
     "any": "Gain in P(any base within T)",
     "best": "Gain in P(best base within T)",
@@ -142,6 +144,7 @@ def _base_controls(key: str, area: ServiceArea) -> None:
         "Or a CSV of bases (name, lat, lon)",
         type=["csv", "txt"],
         key=f"{key}_upload",
+        max_upload_size=_MAX_UPLOAD_MB,
         on_change=_uploaded_bases,
         args=(key, area),
         help="One row per base: name (optional), lat and lon in degrees, or zone (a zone "
@@ -170,6 +173,7 @@ def _demand(key: str, area: ServiceArea):
         "Demand per zone (optional CSV: zone or lat, lon, and demand)",
         type=["csv", "txt"],
         key=f"{key}_demand_upload",
+        max_upload_size=_MAX_UPLOAD_MB,
         help="Weights of the zones in the coverage and the ranking. Without a file: the "
         "training trips starting in each zone.",
     )

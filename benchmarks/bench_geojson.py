@@ -2,10 +2,13 @@
 
 Each case goes through what the dashboard does with an upload: ``save_boundaries``
 (read, checked and kept in a fresh data home), then what the map does with it:
-``load_boundaries`` (``parse_geojson``, and the polygons read again to check them)
-and ``place_names`` for 2,500 random points in the zones' bounding box (the
-dashboard's largest hexagon grid; the box itself is not timed). ``total s`` is the sum
-of the three steps, or the time to the refusal. Cases:
+``load_boundaries`` (``parse_geojson``, and the polygons read again to check them),
+``place_names`` for 2,500 random points in the zones' bounding box (the dashboard's
+largest hexagon grid; the box itself is not timed) and ``build_service_area`` of a
+small model of the synthetic city with its trips and the file as boundaries (what
+every page builds: the file simplified for drawing, the idle hexagons drawn with it,
+the zones named; ``map s``). ``total s`` is the sum of the steps, or the time to the
+refusal; a case still running after :data:`TIMEOUT_S` is stopped. Cases:
 
 ``nyc_taxi_zones``, ``chicago_community_areas``
     The real files (``../shared/data/nyc_taxi_zones.geojson``,
@@ -21,7 +24,16 @@ of the three steps, or the time to the refusal. Cases:
     A zone whose property holds 15 million empty arrays (45 MB that would parse to
     about 1.5 GB): refused on the bytes, before parsing.
 ``features_50k``
-    50,000 tiny triangles, one zone each.
+    50,000 tiny triangles, one zone each (refused since issue 32: a boundary file
+    holds at most 20,000 features, ``BOUNDARY_LIMITS``).
+``features_100k``
+    100,000 tiny triangles (18 MB): issue 32's file that was kept and then failed
+    the map on every page (its features and the idle hexagons were named together).
+``zigzag_20k``, ``zigzag_200k``
+    One ring of 20,000 (200,000) vertices zig-zagging out and back across itself:
+    invalid, and ``shapely.make_valid`` takes 18 s (more than three minutes) on it.
+``name_40mb``
+    One small triangle whose ``name`` property holds 40 MB of text.
 
 Each case runs in a fresh child process (``python bench_geojson.py --child CASE FILE``)
 that reads the upload's bytes, then runs the chain twice: untraced, for the wall-clock
@@ -44,7 +56,9 @@ the three steps, 41 MB traced at the peak; the polygon of a million vertices 5.2
 the points were tested with an STRtree ``covered_by`` query, which walks every vertex
 for each point); the 2,000,002 vertices are refused in 4.3 s at 337 MB traced; the
 100,000 nested arrays in 2 ms and the 15 million empty arrays in 0.46 s, both before
-parsing (43 MB: the scan's copy of the bytes); 50,000 small zones 6.5 s and 111 MB.
+parsing (43 MB: the scan's copy of the bytes); 50,000 small zones 6.5 s and 111 MB
+(refused since issue 32). Issue 32's cases (the map step, 100,000 features, zig-zag
+rings, a 40 MB name), before and after: ``BENCHMARKS.md``, "Issue 32: bounded uploads".
 """
 
 from __future__ import annotations
@@ -113,6 +127,41 @@ def empty_arrays(n: int) -> bytes:
     )
 
 
+def zigzag_ring(n: int) -> bytes:
+    """One Polygon whose ring of ``n`` vertices zig-zags out and back across itself.
+
+    Out: teeth between two latitudes; back: the same teeth half a tooth later, so that
+    every tooth of the way back crosses two of the way out (about ``n`` crossings, an
+    invalid ring that ``shapely.make_valid`` repairs into about ``n / 2`` pieces).
+    """
+    half = n // 2
+    k = np.arange(half)
+    out_x = LON0 + k * 1e-4
+    out_y = LAT0 + np.where(k % 2 == 0, 0.0, 0.01)
+    back_x = out_x[::-1] + 0.5e-4
+    back_y = LAT0 + np.where(k % 2 == 0, 0.01, 0.0)
+    x = np.concatenate([out_x, back_x, out_x[:1]])
+    y = np.concatenate([out_y, back_y, out_y[:1]])
+    ring = ",".join(map("[{:.7f},{:.7f}]".format, x, y))
+    return collection(
+        [
+            '{"type":"Feature","properties":{"name":"Zig-zag"},'
+            '"geometry":{"type":"Polygon","coordinates":[[' + ring + "]]}}"
+        ]
+    )
+
+
+def long_name(n_bytes: int) -> bytes:
+    """One small triangle whose ``name`` property holds ``n_bytes`` of text."""
+    ring = f"[[{LON0},{LAT0}],[{LON0 + 0.01},{LAT0}],[{LON0},{LAT0 + 0.01}],[{LON0},{LAT0}]]"
+    return collection(
+        [
+            '{"type":"Feature","properties":{"name":"' + "N" * n_bytes + '"},'
+            '"geometry":{"type":"Polygon","coordinates":[' + ring + "]}}"
+        ]
+    )
+
+
 def upload(case: str) -> bytes | None:
     """The bytes of a case (None: a real file that is absent)."""
     if case == "nyc_taxi_zones":
@@ -134,6 +183,14 @@ def upload(case: str) -> bytes | None:
         return empty_arrays(15_000_000)
     elif case == "features_50k":
         return tiny_features(50_000)
+    elif case == "features_100k":
+        return tiny_features(100_000)
+    elif case == "zigzag_200k":
+        return zigzag_ring(200_000)
+    elif case == "zigzag_20k":
+        return zigzag_ring(20_000)
+    elif case == "name_40mb":
+        return long_name(40 * 2**20)
     else:
         raise ValueError(f"unknown case {case!r}")
     return path.read_bytes() if path.is_file() else None
@@ -147,6 +204,10 @@ CASES = (
     "nesting_100k",
     "empty_arrays_15m",
     "features_50k",
+    "features_100k",
+    "zigzag_20k",
+    "zigzag_200k",
+    "name_40mb",
 )
 
 
@@ -161,8 +222,19 @@ def _rss_mb() -> float:
     return float("nan")
 
 
-def _chain(data: bytes, home: Path) -> dict:
-    """Save the upload, load it back, name 2,500 points: times, or the refusal."""
+def _map_model():
+    """A small model of the synthetic city and its trips, for the map step."""
+    from vrvm import TravelTimeModel, synthetic_city
+
+    trips = synthetic_city(600, seed=1)
+    model = TravelTimeModel(n_members=1, kernel_widths=[2.0], max_basis=20, random_state=0)
+    return model.fit(trips), trips
+
+
+def _chain(data: bytes, home: Path, model=None, trips=None) -> dict:
+    """Save the upload, load it back, name 2,500 points, build the map: times, or the
+    refusal."""
+    from vrvm.services import area as area_svc
     from vrvm.services import boundaries as svc
     from vrvm.trips.zone_files import ZoneFileError
 
@@ -184,6 +256,14 @@ def _chain(data: bytes, home: Path) -> dict:
     started = time.perf_counter()
     names = svc.place_names(lat, lon, document)
     times["place_names_s"] = time.perf_counter() - started
+    if model is not None:  # what every page does with the file shown on the map
+        started = time.perf_counter()
+        try:
+            area = area_svc.build_service_area(model, trips=trips, boundaries=document)
+            times["map_note"] = getattr(area, "boundary_problem", None)
+        except ValueError as error:
+            times["map_note"] = f"the map failed: {error}"
+        times["map_s"] = time.perf_counter() - started
     return {
         "outcome": "kept",
         "zones": entry.n_zones,
@@ -199,11 +279,13 @@ def child(case: str, path: Path, trace: bool) -> dict:
     data = path.read_bytes()
     from vrvm.trips._zone_checks import tally_json
 
+    model, trips = _map_model()
+
     tally = tally_json(data)
     with tempfile.TemporaryDirectory() as home:
         rss_before = _rss_mb()
-        result = _chain(data, Path(home) / "first")
-        steps = ("save_s", "load_s", "place_names_s")
+        result = _chain(data, Path(home) / "first", model, trips)
+        steps = ("save_s", "load_s", "place_names_s", "map_s")
         result["total_s"] = sum(result.get(step, 0.0) for step in steps)
         max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         result.update(
@@ -216,13 +298,17 @@ def child(case: str, path: Path, trace: bool) -> dict:
         )
         if trace:
             tracemalloc.start()
-            _chain(data, Path(home) / "traced")
+            _chain(data, Path(home) / "traced", model, trips)
             result["traced_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
     return result
 
 
 # ------------------------------------------------------------------ the parent
+
+
+TIMEOUT_S = 240.0
+"""A case still running after this long is stopped and reported as such."""
 
 
 def run(case: str, trace: bool) -> dict | None:
@@ -236,7 +322,14 @@ def run(case: str, trace: bool) -> dict | None:
     try:
         command = [sys.executable, __file__, "--child", case, file.name]
         command += [] if trace else ["--no-trace"]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        started = time.perf_counter()
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, check=True, timeout=TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            seconds = time.perf_counter() - started
+            return {"case": case, "outcome": "timeout", "total_s": seconds}
     finally:
         os.unlink(file.name)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -244,11 +337,14 @@ def run(case: str, trace: bool) -> dict | None:
 
 def table(results: list[dict]) -> str:
     head = (
-        "| case | file MB | vertices | outcome | save s | load s | place_names s | total s "
-        "| traced peak MB | RSS growth MB | max RSS MB |"
+        "| case | file MB | vertices | outcome | save s | load s | place_names s | map s "
+        "| total s | traced peak MB | RSS growth MB | max RSS MB |"
     )
-    rows = [head, "|" + "---|" * 11]
+    rows = [head, "|" + "---|" * 12]
     for r in results:
+        if r["outcome"] == "timeout":
+            rows.append(f"| {r['case']} | | | still running after {r['total_s']:.0f} s |")
+            continue
         plural = "s" * (r.get("zones") != 1)
         outcome = f"kept, {r['zones']:,} zone{plural}" if r["outcome"] == "kept" else "refused"
         cells = [
@@ -259,6 +355,7 @@ def table(results: list[dict]) -> str:
             f"{r['save_s']:.2f}",
             f"{r['load_s']:.2f}" if "load_s" in r else "-",
             f"{r['place_names_s']:.2f}" if "place_names_s" in r else "-",
+            f"{r['map_s']:.2f}" if "map_s" in r else "-",
             f"{r['total_s']:.2f}",
             f"{r['traced_peak_mb']:.0f}" if "traced_peak_mb" in r else "-",
             f"{r['rss_growth_mb']:.0f}",
@@ -288,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         if r["outcome"] == "refused":
             print(f"\n{r['case']}: {r['message']}")
+        elif r.get("map_note"):
+            print(f"\n{r['case']} (map): {r['map_note']}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

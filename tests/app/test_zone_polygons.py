@@ -168,3 +168,37 @@ def test_typed_coordinates_between_polygons_name_the_nearest(vrvm_home):
     no_exception(at)
     error = next(e.value for e in at.error if "not near any training trips" in e.value)
     assert "The nearest zone is " in error and "latitudes" not in error
+
+
+def test_a_kept_boundary_file_that_no_longer_builds_leaves_every_page_working(
+    vrvm_home, monkeypatch
+):
+    """Issue 32: a boundary file kept under looser checks (a 100,000-feature file was
+    saved, then failed to build the map) showed every user only "The active model
+    cannot be loaded", and the Retrain page no sign-in form. Now it is set aside with a
+    message and every page works."""
+    from tests.app.test_pages import RETRAIN
+    from vrvm.trips.home import set_clickable_zone_file, set_map_zone_file
+    from vrvm.trips.zone_files import ZoneFileLimits
+
+    monkeypatch.setenv("VRVM_ANALYST_PASSPHRASE", "correct horse battery staple")
+    document = json.loads(districts_geojson())
+    document["features"][1]["properties"]["note"] = "x" * 100_000  # beyond today's checks
+    older = ZoneFileLimits(max_property_bytes=10**9)
+    data = json.dumps(document).encode()
+    add_zone_file(vrvm_home, "old", data, id_property="district", limits=older)
+    set_map_zone_file(vrvm_home, "old")
+    set_clickable_zone_file(vrvm_home, "old")
+    at = run_app(t="2024-03-05T08:15")
+    for page in (None, "pages/1_Relevance_vectors.py", "pages/3_Plan.py", RETRAIN):
+        if page is not None:
+            at.switch_page(page).run()
+        no_exception(at)
+        assert not any("cannot be loaded" in e.value for e in at.error), page
+        if page != RETRAIN:
+            assert at.get("deck_gl_json_chart"), page  # the page draws its map
+            # the zones are the hexagons, and the page says why
+            assert any("The chosen zone file cannot be used" in w.value for w in at.warning)
+            assert any("its properties take 100,0" in w.value for w in at.warning)
+    # the Retrain page still offers the sign-in form
+    assert "access_form" in {f.proto.form_id for f in at.get("text_input")}

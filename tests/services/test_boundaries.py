@@ -151,3 +151,116 @@ def test_bad_boundary_uploads_are_refused_and_not_kept(tmp_path, data, message):
     with pytest.raises(ValueError, match=message):
         svc.save_boundaries(tmp_path, data, "upload.geojson")
     assert svc.saved_boundaries(tmp_path) == [] and svc.shown_boundaries(tmp_path) is None
+
+
+# ------------------------------------------------------------- issue 32: bounded uploads
+
+
+def _squares(n: int, lon0: float = -30.2, lat0: float = -40.15, size: float = 0.02) -> list:
+    """``n`` small named squares in rows of 20 over the synthetic city."""
+    features = []
+    for k in range(n):
+        x, y = lon0 + (k % 20) * size, lat0 + (k // 20) * size
+        ring = [[x, y], [x + size, y], [x + size, y + size], [x, y + size], [x, y]]
+        geometry = {"type": "Polygon", "coordinates": [ring]}
+        features.append({"type": "Feature", "properties": {"name": f"Q{k}"}, "geometry": geometry})
+    return features
+
+
+def _document(*features) -> dict:
+    return {"type": "FeatureCollection", "features": list(features)}
+
+
+def _zigzag(n: int, lon0: float = -30.4, lat0: float = -41.0) -> dict:
+    """A Polygon whose ring of ``n`` vertices zig-zags out and back across itself."""
+    half = n // 2
+    out = [[lon0 + k * 1e-4, lat0 + 0.01 * (k % 2)] for k in range(half)]
+    # the same teeth half a tooth later, back: each crosses two of the way out
+    back = [[out[half - 1 - k][0] + 0.5e-4, lat0 + 0.01 * (k % 2 == 0)] for k in range(half)]
+    return {"type": "Polygon", "coordinates": [[*out, *back, out[0]]]}
+
+
+def test_a_boundary_file_beyond_what_the_map_builds_is_refused_before_it_is_kept(tmp_path):
+    """Issue 32: features, properties and invalid vertices are checked on save, and
+    nothing is kept then."""
+    home = tmp_path / "home"
+    many = json.dumps(_document(*_squares(svc.MAX_BOUNDARY_FEATURES + 1))).encode()
+    with pytest.raises(ValueError, match=r"many.geojson: 20,001 features; at most 20,000"):
+        svc.save_boundaries(home, many, "many.geojson")
+    long_name = _squares(2)
+    long_name[1]["properties"]["name"] = "N" * 100_000
+    with pytest.raises(
+        ValueError,
+        match=r"name.geojson: features\[1\]: its properties take 100,012 characters \(the "
+        r"longest, 'name', 100,000\); at most 65,536",
+    ):
+        svc.save_boundaries(home, json.dumps(_document(*long_name)).encode(), "name.geojson")
+    zigzag = _document({"type": "Feature", "properties": {}, "geometry": _zigzag(12_000)})
+    assert not shape(zigzag["features"][0]["geometry"]).is_valid
+    with pytest.raises(
+        ValueError,
+        match=r"zz.geojson: features\[0\]: invalid polygon \(Self-intersection.*\) of 12,001 "
+        r"vertices, beyond what is repaired here \(at most 10,000 vertices",
+    ):
+        svc.save_boundaries(home, json.dumps(zigzag).encode(), "zz.geojson")
+    assert svc.saved_boundaries(home) == [] and svc.shown_boundaries(home) is None
+    # under the repair budget the ring is repaired (and said so)
+    small = _document({"type": "Feature", "properties": {}, "geometry": _zigzag(400)})
+    entry = svc.save_boundaries(home, json.dumps(small).encode(), "small.geojson")
+    zones = svc.boundary_zones(svc.load_boundaries(home, entry.name))
+    assert zones.geometries[0].is_valid and "repaired with shapely.make_valid" in zones.notes[0]
+
+
+def test_the_map_names_zones_after_the_file_alone_whatever_the_idle_ring(
+    tiny_model, tiny_home, monkeypatch
+):
+    """Issue 32: the hexagons drawn faintly around the zones were added to the file
+    before naming, so a file at the feature limit failed on every page."""
+    from vrvm.services.area import build_service_area
+    from vrvm.trips.home import load_training_trips
+    from vrvm.trips.zone_files import ZoneFileLimits
+
+    features = _squares(300)
+    monkeypatch.setattr(svc, "BOUNDARY_LIMITS", ZoneFileLimits(max_features=300))
+    trips = load_training_trips(tiny_home, tiny_model)
+    area = build_service_area(tiny_model, trips=trips, boundaries=_document(*features))
+    assert area.boundary_problem is None
+    drawn = area.boundaries["features"]
+    idle = [f for f in drawn if f["properties"].get("kind") == "idle_zone"]
+    assert idle and len(drawn) == 300 + len(idle)
+    assert area.grid["place"].str.fullmatch(r"Q\d+").any()
+
+
+def test_a_boundary_file_that_fails_later_is_set_aside_not_the_map(
+    tiny_model, tiny_home, tmp_path, caplog
+):
+    """Issue 32: a kept file beyond today's checks (kept by an older version) is refused
+    when the map reads it, and a document that still fails is set aside by the map."""
+    from vrvm.services.area import build_service_area
+    from vrvm.trips.home import add_zone_file, load_training_trips, set_map_zone_file
+    from vrvm.trips.zone_files import ZoneFileLimits
+
+    home = tmp_path / "home"
+    features = _squares(3)
+    features[2]["properties"]["name"] = "N" * 100_000
+    document = _document(*features)
+    older = ZoneFileLimits(max_property_bytes=10**9)
+    add_zone_file(
+        home,
+        "old",
+        json.dumps(document).encode(),
+        non_polygons="skip",
+        ids_from_order=True,
+        limits=older,
+    )
+    set_map_zone_file(home, "old")
+    with pytest.raises(ValueError, match=r"features\[2\]: its properties take 100,012"):
+        svc.load_boundaries(home, "old")
+    trips = load_training_trips(tiny_home, tiny_model)
+    area = build_service_area(tiny_model, trips=trips, boundaries=document)
+    assert area.boundary_problem.startswith("The boundary file is not drawn and names no zone")
+    assert "its properties take 100,012 characters" in area.boundary_problem
+    assert not any(
+        f["properties"].get("name", "").startswith("N") for f in area.boundaries["features"]
+    )
+    assert len(area.grid) > 100 and "set aside" in caplog.text

@@ -425,6 +425,76 @@ def test_read_demand_csv(tiny_area):
         read_demand_csv(f"zone,demand\n{grid['zone'][5]},0\n".encode(), tiny_area)
 
 
+def test_fleet_files_are_read_within_a_viewers_bounds(tiny_area):
+    """Issue 32: a bases or demand file (anyone who sees the Plan page may upload one)
+    is refused on its raw header, size and rows before pandas parses it, with bounds
+    tighter than an analyst's trip upload."""
+    from vrvm.services import uploads
+    from vrvm.services.fleet_files import FLEET_LIMITS, MAX_FILE_MB
+    from vrvm.trips.reader import ReadLimits
+
+    trips = ReadLimits()
+    assert FLEET_LIMITS.max_columns < trips.max_columns
+    assert FLEET_LIMITS.header_bytes < trips.header_bytes
+    assert FLEET_LIMITS.max_data_rows < uploads.DEFAULT_MAX_UPLOAD_ROWS
+    assert MAX_FILE_MB < uploads.MAX_UPLOAD_MB
+    zone = tiny_area.grid["zone"][5]
+    wide = ",".join(f"c{k}" for k in range(5_000)) + ",zone,demand\n"
+    wide += "," * 5_000 + f"{zone},1\n"
+    for read in (read_bases_csv, read_demand_csv):
+        with pytest.raises(ValueError, match=r"wide.csv: its header has 5,002 columns, more "):
+            read(wide.encode(), tiny_area, source="wide.csv")
+    # no line break within the header's 64 KiB: refused without counting further
+    with pytest.raises(ValueError, match=r"does not end within the first 64 KB"):
+        read_demand_csv(b"zone" + b"x" * 70_000 + b",demand\n", tiny_area, source="d.csv")
+    # a row wider than the header (pandas would take a first row's extra fields as an
+    # index: a row of a million fields kept it busy for minutes) is refused on the bytes
+    for body, line in ((b"1," * 5_000 + b"1\n", 2), (f"{zone},1\n".encode() + b"1," * 5_000, 3)):
+        with pytest.raises(ValueError, match=f"d.csv, line {line}: 5,001 fields, more than the "):
+            read_demand_csv(b"zone,demand\r\n" + body, tiny_area, source="d.csv")
+    quoted = f'name,zone\n"a, b, c",{zone}\r\n'.encode()
+    assert read_bases_csv(quoted, tiny_area)["name"].tolist() == ["a, b, c"]
+    rows = "zone,demand\n" + f"{zone},1\n" * (FLEET_LIMITS.max_data_rows + 1)
+    with pytest.raises(ValueError, match=r"d\.csv has more than 200,000 data rows"):
+        read_demand_csv(rows.encode(), tiny_area, source="d.csv")
+    big = b"zone,demand\n" + b" " * int(MAX_FILE_MB * 2**20)
+    with pytest.raises(ValueError, match=f"above the {MAX_FILE_MB:g} MB upload limit"):
+        read_demand_csv(big, tiny_area, source="d.csv")
+    # the limit itself reads
+    ok = "zone,demand\n" + f"{zone},1\n" * FLEET_LIMITS.max_data_rows
+    assert read_demand_csv(ok.encode(), tiny_area)[5] == FLEET_LIMITS.max_data_rows
+
+
+def test_small_csv_reader_bounds():
+    from vrvm.trips.reader import ReadLimits
+    from vrvm.trips.small_csv import SmallCsvError, read_small_csv
+
+    limits = ReadLimits(max_columns=3, max_data_rows=50_000)
+
+    def read(data: bytes, **kwargs):
+        options = {"max_bytes": 2**20, "max_seconds": 60.0, **kwargs}
+        return read_small_csv(data, source="t.csv", limits=limits, **options)
+
+    frame = read(b'\xef\xbb\xbf"a,b",c\n1,\n')  # a quoted delimiter is one column
+    assert frame.columns.tolist() == ["a,b", "c"] and frame.iloc[0].tolist() == ["1", ""]
+    assert read(b"a;b\n").empty
+    with pytest.raises(SmallCsvError, match="header has 4 columns") as caught:
+        read(b"a\tb\tc\td\n")
+    assert caught.value.limit == "max_columns"
+    # the time bound is checked after each block of rows: a deadline already passed
+    # stops the read at the first block
+    with pytest.raises(
+        SmallCsvError, match=r"took more than 1e-09 s \(stopped after 20,000"
+    ) as caught:
+        read(b"a,b\n" + b"1,2\n" * 30_000, max_seconds=1e-9)
+    assert caught.value.limit == "max_seconds"
+    with pytest.raises(SmallCsvError, match="has more than 50,000 data rows") as caught:
+        read(b"a,b\n" + b"1,2\n" * 60_000)
+    assert caught.value.limit == "max_data_rows"
+    with pytest.raises(SmallCsvError, match="is empty"):
+        read(b"")
+
+
 # ---------------------------------------------------------------- map and downloads
 
 

@@ -360,7 +360,7 @@ CORPUS: dict[str, Case] = {
     ),
     "more features than the cap": Case(
         lambda: many_features(100_001),
-        Refused(r"100,001 features; at most 100,000 are read"),
+        Refused(r"100,001 features; at most 20,000 are read"),
         max_peak_mb=250,  # measured 136 MB
     ),
     # -- features that are not Feature objects

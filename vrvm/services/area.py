@@ -15,7 +15,9 @@ stands behind it, reading only the trips from near its origin.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -64,6 +66,8 @@ __all__ = [
     "view_for_bbox",
     "zone_choice",
 ]
+
+logger = logging.getLogger(__name__)
 
 DRAW_TOLERANCE_DEG = 1e-4
 """Polygons are simplified by this much (about 10 m) for drawing, never for lookups."""
@@ -158,6 +162,9 @@ class ServiceArea:
     shapes : tuple of dict or None
         The polygon zones' GeoJSON geometries in grid order, simplified by
         :data:`DRAW_TOLERANCE_DEG` for drawing (None for hexagons).
+    boundary_problem : str or None
+        Why the boundary file given was set aside (the area is then built without it),
+        for the page to say; None when it was used (or none was given).
     """
 
     grid: pd.DataFrame
@@ -170,6 +177,7 @@ class ServiceArea:
     median_trip_km: float | None = None
     zone_file: ZoneFile | None = field(default=None, repr=False)
     shapes: tuple[dict, ...] | None = field(default=None, repr=False)
+    boundary_problem: str | None = None
 
     @property
     def kind(self) -> str:
@@ -383,9 +391,14 @@ def build_service_area(
     if boundaries is None and synthetic:
         boundaries = synthetic_city_geojson()
     table = as_trip_table(trips)
+    try:  # a boundary file is never the map's end: the map is drawn without it
+        drawn = drawn_boundaries(boundaries)
+    except (ValueError, TypeError, shapely.errors.GEOSException) as exc:
+        return _without_boundaries(exc, model, trips, resolution, target_zones, max_zones, zones)
     if zones is not None:
-        return _polygon_area(model, table, zones, boundaries, synthetic, max_zones)
+        return _polygon_area(model, table, zones, drawn, synthetic, max_zones)
     focus, median_km, support = None, None, None
+    idle = []
     if table is not None:
         layout, support = hexagon_layout(table, model.tz_, resolution, max_zones)
         resolution, focus = layout["resolution"], layout["focus"]
@@ -397,14 +410,16 @@ def build_service_area(
             ("", {"type": "Polygon", "coordinates": [list(map(list, _boundary_lonlat(z)))]})
             for z in layout["idle"]
         ]
-        boundaries = _with_idle(boundaries, idle)
     else:
         grid, resolution = _extent_grid(model, resolution, target_zones, max_zones)
         grid = reading_order(grid, resolution)
     # centres to 6 decimals (0.1 m), as places and shared links carry them
     grid["lat"], grid["lon"] = grid["lat"].round(6), grid["lon"].round(6)
     grid.insert(1, "number", np.arange(1, len(grid) + 1))
-    places = place_names(grid["lat"].to_numpy(), grid["lon"].to_numpy(), boundaries)
+    try:  # named after the file alone: the idle ring drawn with it names nothing
+        places = place_names(grid["lat"].to_numpy(), grid["lon"].to_numpy(), boundaries)
+    except ValueError as exc:  # a file beyond what the map builds: drawn without it
+        return _without_boundaries(exc, model, trips, resolution, target_zones, max_zones, zones)
     grid.insert(2, "place", places)
     grid.insert(
         2,
@@ -427,11 +442,34 @@ def build_service_area(
         resolution=int(resolution),
         bbox=bbox,
         view=view_for_bbox(*(focus or bbox)),
-        boundaries=drawn_boundaries(boundaries),
+        boundaries=_with_idle(drawn, idle),
         synthetic=synthetic,
         support=support,
         median_trip_km=median_km,
     )
+
+
+def _without_boundaries(
+    problem: Exception, model, trips, resolution, target_zones, max_zones, zones
+) -> ServiceArea:
+    """The area built without the boundary file that could not be used, saying why.
+
+    A kept file is checked when it is saved and when it is read
+    (:func:`vrvm.services.boundaries.load_boundaries`), so this is the last line only:
+    whatever the file, the pages still get their map.
+    """
+    logger.warning("the boundary file is set aside, the map is drawn without it: %s", problem)
+    area = build_service_area(
+        model,
+        trips=trips,
+        resolution=resolution,
+        target_zones=target_zones,
+        max_zones=max_zones,
+        boundaries={"type": "FeatureCollection", "features": []},
+        zones=zones,
+    )
+    message = f"The boundary file is not drawn and names no zone: {problem}"
+    return dataclasses.replace(area, boundary_problem=message)
 
 
 def _largest_rings(geometries: np.ndarray) -> list[list[list[float]]]:
@@ -510,7 +548,7 @@ def _polygon_area(
         resolution=int(resolution),
         bbox=bbox,
         view=view_for_bbox(*(focus or bbox)),
-        boundaries=_with_idle(drawn_boundaries(boundaries), _idle_polygons(zones, idle)),
+        boundaries=_with_idle(boundaries, _idle_polygons(zones, idle)),
         synthetic=synthetic,
         support=support,
         median_trip_km=median_km,
@@ -551,17 +589,25 @@ def drawn_boundaries(boundaries: dict | None) -> dict | None:
     features = (boundaries or {}).get("features")
     if not isinstance(features, list) or not features:
         return boundaries
-    drawn = []
-    for feature in features:
-        geometry = feature.get("geometry") if isinstance(feature, dict) else None
-        try:
-            shape = shapely.from_geojson(json.dumps(geometry))
-        except (TypeError, ValueError, shapely.errors.GEOSException):
-            drawn.append(feature)
-            continue
-        simplified = _for_drawing(np.array([shape]))[0]
-        drawn.append({**feature, "geometry": json.loads(shapely.to_geojson(simplified))})
+    # one vectorised read, simplification and write for the whole file: per feature,
+    # shapely's call overheads made 20,000 small zones take seconds
+    texts = [_geometry_text(f) for f in features]
+    shapes = shapely.from_geojson(texts, on_invalid="ignore")
+    readable = np.flatnonzero(~shapely.is_missing(shapes))
+    written = shapely.to_geojson(_for_drawing(shapes[readable]))
+    geometries = json.loads("[" + ",".join(written) + "]")  # one parse, not one per feature
+    drawn = list(features)  # features without a geometry shapely can read stay as they are
+    for i, geometry in zip(readable, geometries, strict=True):
+        drawn[i] = {**features[i], "geometry": geometry}
     return {**boundaries, "features": drawn}
+
+
+def _geometry_text(feature) -> str:
+    """A feature's geometry as JSON text; ``"null"`` (not drawn as a shape) if it has none."""
+    try:
+        return json.dumps(feature.get("geometry")) if isinstance(feature, dict) else "null"
+    except (TypeError, ValueError, RecursionError):  # a document built in Python
+        return "null"
 
 
 def _idle_polygons(zones: ZoneFile, idle: np.ndarray) -> list[tuple[str, dict]]:

@@ -11,9 +11,11 @@ file into what a map draws: areas, lines and points.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,12 @@ from vrvm.trips.zone_files import (
 )
 
 __all__ = [
+    "BOUNDARY_LIMITS",
+    "MAX_BOUNDARY_BYTES",
+    "MAX_BOUNDARY_FEATURES",
     "boundary_file_name",
     "boundary_layers",
+    "boundary_limits",
     "boundary_zones",
     "describe_boundaries",
     "feature_name",
@@ -57,15 +63,31 @@ __all__ = [
 ]
 
 MAX_BOUNDARY_BYTES = 50 * 1024 * 1024
+MAX_BOUNDARY_FEATURES = 20_000
+"""Features of a boundary file: every page draws them all (each simplified for the map)
+and names its zones after them, so the whole file must build in seconds; a city's
+census tracts are a few thousand."""
+BOUNDARY_LIMITS = ZoneFileLimits(max_bytes=MAX_BOUNDARY_BYTES, max_features=MAX_BOUNDARY_FEATURES)
+"""What a boundary file may hold, checked when it is saved and again each time the map
+reads it (:func:`load_boundaries`): the map builds exactly what was checked."""
+
+
+def boundary_limits(max_bytes: int = MAX_BOUNDARY_BYTES) -> ZoneFileLimits:
+    """:data:`BOUNDARY_LIMITS` with another largest file."""
+    return dataclasses.replace(BOUNDARY_LIMITS, max_bytes=max_bytes)
 
 
 def boundary_zones(
-    boundaries: Mapping[str, Any] | ZoneFile | None, *, label: str = "boundary file"
+    boundaries: Mapping[str, Any] | ZoneFile | None,
+    *,
+    label: str = "boundary file",
+    limits: ZoneFileLimits | None = None,
 ) -> ZoneFile | None:
     """The polygons of a boundary file as zones; None when it has none.
 
     Point and line features (an airport, roads) are skipped; zones without a distinct
-    id property are numbered in file order.
+    id property are numbered in file order; the file is read within ``limits``
+    (default :data:`BOUNDARY_LIMITS`).
 
     Raises
     ------
@@ -78,8 +100,29 @@ def boundary_zones(
     features = boundaries.get("features")
     if not isinstance(features, list) or not any(map(_is_polygon_feature, features)):
         return None
+    limits = limits or BOUNDARY_LIMITS
+    # the map reads a kept file (load_boundaries) and then names its zones after the
+    # same document: its polygons are built once (a polygon of a million vertices takes
+    # seconds); documents are never changed once read
+    key = (id(boundaries), limits)
+    with _BUILT_LOCK:
+        built = _BUILT.get(key)
+    if built is not None and built[0] is boundaries:
+        return built[1]
     document = {**boundaries, "type": "FeatureCollection"}
-    return ZoneFile.from_geojson(document, non_polygons="skip", ids_from_order=True, label=label)
+    zones = ZoneFile.from_geojson(
+        document, non_polygons="skip", ids_from_order=True, limits=limits, label=label
+    )
+    with _BUILT_LOCK:
+        _BUILT[key] = (boundaries, zones)
+        while len(_BUILT) > _BUILT_KEPT:
+            _BUILT.pop(next(iter(_BUILT)))
+    return zones
+
+
+_BUILT: dict[tuple[int, ZoneFileLimits], tuple[Mapping[str, Any], ZoneFile]] = {}
+_BUILT_KEPT = 2  # the file shown on the map, and one being replaced
+_BUILT_LOCK = threading.Lock()
 
 
 def _geometry(feature: Any) -> Mapping[str, Any]:
@@ -190,7 +233,7 @@ def parse_geojson(
         one is to blame, and the problem: the first one :func:`save_boundaries` would
         find too.
     """
-    limits = ZoneFileLimits(max_bytes=max_bytes)
+    limits = boundary_limits(max_bytes)
     return read_feature_collection(data, limits=limits, label=label, non_polygons="skip")
 
 
@@ -253,7 +296,9 @@ def save_boundaries(
     """Check an uploaded boundary file, keep it in ``home`` and show it on the map.
 
     Kept under :func:`boundary_file_name` of ``file_name`` (replacing a file of that
-    name), so it is still there after a restart.
+    name), so it is still there after a restart. Checked within :data:`BOUNDARY_LIMITS`
+    (features, vertices, the vertices repaired, each feature's properties) before it is
+    kept: what the map builds from it on every page is what was checked here.
 
     Raises
     ------
@@ -272,7 +317,7 @@ def save_boundaries(
         file_name=file_name,
         non_polygons="skip",
         ids_from_order=True,
-        limits=ZoneFileLimits(max_bytes=max_bytes),
+        limits=boundary_limits(max_bytes),
     )
     set_map_zone_file(home, name)
     record(home, by, "zones", what="added", name=name, file=entry.file_name, zones=entry.n_zones)
@@ -313,9 +358,10 @@ def remove_boundaries(home: str | os.PathLike[str], name: str, *, by: Access | N
 def load_boundaries(home: str | os.PathLike[str], name: str) -> dict:
     """The GeoJSON document of the kept zone file ``name``, for the map and place names.
 
-    Its polygons are read again (:func:`boundary_zones`), so that a kept file that no
-    longer reads (changed on disk, or kept by an older version with looser checks) is
-    refused here, where the sidebar says so, and not when the map names its zones.
+    Its polygons are read again (:func:`boundary_zones`, within :data:`BOUNDARY_LIMITS`),
+    so that a kept file that no longer reads (changed on disk, or kept by an older
+    version with looser checks: 100,000 features) is refused here, where the sidebar
+    says so and the map is drawn without it, and not when the map names its zones.
 
     Raises
     ------
@@ -333,7 +379,7 @@ def load_boundaries(home: str | os.PathLike[str], name: str) -> dict:
         raise ZoneFileError(entry.file_name, f"the kept file cannot be read ({exc})") from None
     max_bytes = max(len(data), MAX_BOUNDARY_BYTES)
     document = parse_geojson(data, max_bytes=max_bytes, label=entry.file_name)
-    boundary_zones(document, label=entry.file_name)
+    boundary_zones(document, label=entry.file_name, limits=boundary_limits(max_bytes))
     return document
 
 

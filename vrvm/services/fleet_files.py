@@ -12,7 +12,6 @@ how the probabilities are defined (:mod:`vrvm.services.fleet`).
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
@@ -22,6 +21,7 @@ import pandas as pd
 from vrvm.services._format import format_number
 from vrvm.services.area import ServiceArea
 from vrvm.services.coverage import zone_collection
+from vrvm.services.csv_cells import safe_cells
 from vrvm.services.fleet import (
     MAX_BASES,
     FleetCoverage,
@@ -30,11 +30,16 @@ from vrvm.services.fleet import (
 )
 from vrvm.services.places import place_from_latlon
 from vrvm.services.uploads import check_upload
+from vrvm.trips.reader import ReadLimits
+from vrvm.trips.small_csv import read_small_csv
 from vrvm.trips.zones import _json_scalars
 
 __all__ = [
     "DEFINITIONS",
     "EXAMPLE_BASES_CSV",
+    "FLEET_LIMITS",
+    "MAX_FILE_MB",
+    "MAX_READ_SECONDS",
     "bases_csv",
     "bases_geojson",
     "candidates_csv",
@@ -45,7 +50,17 @@ __all__ = [
     "read_demand_csv",
 ]
 
-MAX_FILE_MB = 20.0
+MAX_FILE_MB = 5.0
+"""Largest bases or demand file (MB). Anyone who sees the Plan page (viewers included)
+may upload one, so its bounds are far tighter than an analyst's trip upload
+(:data:`vrvm.services.uploads.MAX_UPLOAD_MB`, 1,000 columns): 5 MB hold 150,000
+demand points."""
+FLEET_LIMITS = ReadLimits(max_columns=100, header_bytes=64 * 2**10, max_data_rows=200_000)
+"""Bounds of a bases or demand file: 100 columns in a header of at most 64 KiB (counted
+on the raw bytes before pandas parses anything), 200,000 data rows."""
+MAX_READ_SECONDS = 10.0
+"""Parsing a bases or demand file stops after this long (checked per block of rows);
+within the other bounds it takes well under a second."""
 EXAMPLE_BASES_CSV = "name,lat,lon\nNorth station,-39.95,-30.02\nHarbour,-40.03,-29.97\n"
 DEFINITIONS = {
     "p_best": "P(best base within T): the probability that the base dispatch would send "
@@ -69,18 +84,21 @@ _SYNTHETIC = "SYNTHETIC (Synthetica, not a real city)"
 
 
 def _read_table(data: bytes, source: str) -> pd.DataFrame:
-    """Every cell as text, columns renamed to their roles (lat, lon, name, zone, demand)."""
+    """Every cell as text, columns renamed to their roles (lat, lon, name, zone, demand).
+
+    Read by the bounded reader of small tables (:func:`vrvm.trips.small_csv.read_small_csv`)
+    under :data:`FLEET_LIMITS`: the header's columns are counted on the raw bytes before
+    pandas parses anything.
+    """
     check_upload(source, data, max_mb=MAX_FILE_MB)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{source} is not UTF-8 text (byte {exc.start} cannot be read)") from None
-    header = text.split("\n", 1)[0]
-    sep = ";" if ";" in header and "," not in header else ","
-    try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ValueError(f"{source} cannot be read as CSV: {exc}") from None
+    frame = read_small_csv(
+        data,
+        source=source,
+        limits=FLEET_LIMITS,
+        max_bytes=int(MAX_FILE_MB * 2**20),
+        max_seconds=MAX_READ_SECONDS,
+        expected="a bases or demand file has a few (name, lat, lon, zone, demand)",
+    )
     roles: dict[str, str] = {}
     for column in frame.columns:
         key = str(column).strip().lower()
@@ -245,7 +263,7 @@ def _stamp(coverage: FleetCoverage) -> dict[str, Any]:
 
 
 def _csv(frame: pd.DataFrame) -> bytes:
-    return frame.to_csv(index=False, float_format="%.6g").encode("utf-8")
+    return safe_cells(frame).to_csv(index=False, float_format="%.6g").encode("utf-8")
 
 
 def _zone_frame(coverage: FleetCoverage, demand, synthetic: bool) -> pd.DataFrame:

@@ -164,9 +164,12 @@ this read (ReadLimits.max_data_rows); read it in parts, or raise the limit
 
 
 def _size(n_bytes: float) -> str:
-    """Bytes as the dashboard states sizes (MB of 2**20 bytes; GB from 10 GB up)."""
+    """Bytes as the dashboard states sizes (MB of 2**20 bytes; GB from 10 GB up; KB of
+    1,024 bytes below 1 MB)."""
     if n_bytes >= 10 * 2**30:
         return f"{n_bytes / 2**30:.4g} GB"
+    if n_bytes < _MIB:
+        return f"{n_bytes / 1024:.4g} KB"
     return f"{n_bytes / _MIB:.4g} MB"
 
 
@@ -177,7 +180,14 @@ _QUOTED = re.compile(rb'"[^"]*"')
 _DELIMITERS = (b",", b";", b"\t", b"|")
 
 
-def check_header(head: bytes, at_end: bool, limits: ReadLimits, name: str) -> None:
+def check_header(
+    head: bytes,
+    at_end: bool,
+    limits: ReadLimits,
+    name: str,
+    *,
+    expected: str = "a trip file has a few dozen",
+) -> None:
     """Refuse a header that is too wide or does not end within ``limits.header_bytes``.
 
     Parameters
@@ -190,6 +200,8 @@ def check_header(head: bytes, at_end: bool, limits: ReadLimits, name: str) -> No
     limits : ReadLimits
     name : str
         The file, for messages.
+    expected : str
+        What the message says a file of this kind has.
 
     Raises
     ------
@@ -208,7 +220,7 @@ def check_header(head: bytes, at_end: bool, limits: ReadLimits, name: str) -> No
         where = "" if complete else f" in its first {_size(len(head))} (and no line break yet)"
         raise LimitExceeded(
             f"{name}: its header has {count} columns{where}, more than the limit of "
-            f"{limits.max_columns:,}; a trip file has a few dozen",
+            f"{limits.max_columns:,}; {expected}",
             limit="max_columns",
         )
     if not complete and len(head) >= limits.header_bytes:

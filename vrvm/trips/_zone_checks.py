@@ -102,6 +102,14 @@ class ZoneFileLimits:
         bytes before parsing from the JSON arrays, objects, numbers and strings they
         hold (see :class:`JsonTally`): a small file of many empty arrays or objects
         would otherwise cost 30 times its size.
+    max_repair_vertices : int
+        Most vertices of invalid polygons repaired with ``shapely.make_valid``, over
+        the whole file (checked before any repair). Its cost grows faster than
+        quadratically with the crossings: a zig-zag ring of 5,000 vertices takes 1 s,
+        20,000 take 18 s, 40,000 three minutes (``benchmarks/bench_geojson.py``).
+    max_property_bytes : int
+        Largest properties of one feature, as JSON text (64 KiB): names become zone
+        labels, copied once per zone, and properties go to the browser with the map.
     """
 
     max_bytes: int = 50 * 1024 * 1024
@@ -109,6 +117,8 @@ class ZoneFileLimits:
     max_vertices: int = 2_000_000
     max_depth: int = 64
     max_parse_bytes: int = 512 * 1024 * 1024
+    max_repair_vertices: int = 10_000
+    max_property_bytes: int = 64 * 1024
 
 
 DEFAULT_LIMITS = ZoneFileLimits()
@@ -653,13 +663,37 @@ def check_coordinates(label: str, geometries: np.ndarray, kept: list[int]) -> No
 
 
 def repaired(
-    label: str, geometries: np.ndarray, kept: list[int], repair: bool, notes: list[str]
+    label: str,
+    geometries: np.ndarray,
+    kept: list[int],
+    repair: bool,
+    notes: list[str],
+    limits: ZoneFileLimits = DEFAULT_LIMITS,
 ) -> np.ndarray:
-    """Valid polygons: invalid ones repaired (polygonal parts kept) or refused."""
+    """Valid polygons: invalid ones repaired (polygonal parts kept) or refused.
+
+    ``shapely.make_valid`` runs only when the invalid polygons have at most
+    ``limits.max_repair_vertices`` vertices in all (counted before any repair: its cost
+    grows faster than quadratically with the crossings of a ring); beyond, the polygon
+    that crosses the budget is refused, naming its vertices and the budget.
+    """
     invalid = np.flatnonzero(~shapely.is_valid(geometries))
     if not len(invalid):
         return geometries
     geometries = geometries.copy()
+    sizes = shapely.get_num_coordinates(geometries[invalid])
+    over = np.flatnonzero(np.cumsum(sizes) > limits.max_repair_vertices)
+    if repair and over.size:
+        j = invalid[over[0]]
+        reason = shapely.is_valid_reason(geometries[j])
+        raise ZoneFileError(
+            label,
+            f"invalid polygon ({reason}) of {int(sizes[over[0]]):,} vertices, beyond what is "
+            f"repaired here (at most {limits.max_repair_vertices:,} vertices of invalid "
+            "polygons per file): repair it first (mapshaper -clean, or QGIS's Fix "
+            "geometries) and upload it again",
+            kept[j],
+        )
     for j in invalid:
         reason = shapely.is_valid_reason(geometries[j])
         if not repair:
@@ -674,6 +708,26 @@ def repaired(
             f"features[{kept[j]}]: invalid polygon ({reason}) repaired with shapely.make_valid"
         )
     return geometries
+
+
+def check_properties(label: str, features: list, limits: ZoneFileLimits) -> None:
+    """Each feature's properties (points and lines too: their names name places) within
+    ``limits.max_property_bytes`` as JSON text."""
+    for i, feature in enumerate(features):
+        found = feature.get("properties") or {}
+        try:
+            size = len(json.dumps(found, ensure_ascii=False, default=str))
+        except RecursionError:  # a document built in Python: no name, read as such
+            continue
+        if size > limits.max_property_bytes:
+            longest = max(found, key=lambda k: len(str(found[k])), default="")
+            raise ZoneFileError(
+                label,
+                f"its properties take {size:,} characters (the longest, {short(longest, 40)}, "
+                f"{len(str(found[longest])):,}); at most {limits.max_property_bytes:,} are "
+                "read per feature: drop or shorten what the map does not need",
+                i,
+            )
 
 
 def _is_key_column(values: list[Any]) -> bool:

@@ -32,6 +32,7 @@ from vrvm.trips._zone_checks import (
     ZoneFileError,
     ZoneFileLimits,
     check_coordinates,
+    check_properties,
     check_size,
     collection_features,
     display_name,
@@ -355,10 +356,10 @@ class ZoneFile:
         repair : bool
             Repair invalid polygons (self-intersections, bow-ties) with
             ``shapely.make_valid``, keeping the polygonal parts and saying so in
-            :attr:`notes`; False refuses them.
+            :attr:`notes`, within ``limits.max_repair_vertices``; False refuses them.
         limits : ZoneFileLimits
-            Bounds on features and vertices (the vertices counted before each
-            geometry is built).
+            Bounds on features, vertices (counted before each geometry is built), the
+            vertices repaired and each feature's properties.
         label : str
             The file's name in messages.
 
@@ -366,7 +367,8 @@ class ZoneFile:
         ------
         ZoneFileError
             Naming the feature and the problem: not a FeatureCollection, no features,
-            too many features or vertices, another CRS, a feature without geometry, a
+            too many features or vertices, properties too large, an invalid polygon
+            beyond the repair budget, another CRS, a feature without geometry, a
             non-polygon geometry, malformed or empty coordinates, coordinates out of
             range or projected, an unrepairable polygon, an id missing on a feature,
             duplicate ids, an id property found on no feature, or a document built in
@@ -379,7 +381,8 @@ class ZoneFile:
                 raise ZoneFileError(label, "no Polygon or MultiPolygon features")
             check_coordinates(label, geometries, kept)
             geometry_sha256 = geometry_digest(geometries)  # before repair
-            geometries = repaired(label, geometries, kept, repair, notes)
+            check_properties(label, features, limits)
+            geometries = repaired(label, geometries, kept, repair, notes, limits)
             properties = [features[i].get("properties") or {} for i in kept]
             id_property, ids = zone_ids_of(label, properties, kept, id_property, ids_from_order)
             name_property = name_property_of(label, properties, name_property)
