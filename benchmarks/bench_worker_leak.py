@@ -36,6 +36,10 @@ Usage::
     python benchmarks/bench_worker_leak.py --label before     # 20 kills, ~12 min
     python benchmarks/bench_worker_leak.py --kills 3 --span-s 5 --label smoke
     python benchmarks/bench_worker_leak.py --parent cli --signal TERM
+    python benchmarks/bench_worker_leak.py --kills 10 --span-s 2 --hog 2 --label busy
+
+``--hog N`` keeps N busy-looping processes running for the whole run (a busy machine:
+workers then take several times longer to start and import), and ends them after.
 
 Prints a Markdown table (one row per kill and a summary) and writes raw JSON under the
 label to ``benchmarks/results/bench_worker_leak.json`` (other labels are kept).
@@ -259,17 +263,26 @@ def main() -> None:
     parser.add_argument("--settle-s", type=float, default=10.0, help="watch survivors this long")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--label", default="run", help="key of this run in the JSON file")
+    parser.add_argument(
+        "--hog", type=int, default=0, help="busy-looping processes to run meanwhile"
+    )
     args = parser.parse_args()
     if not sys.platform.startswith("linux"):
         sys.exit("bench_worker_leak.py needs Linux (/dev/shm, /proc via psutil)")
 
     rng = random.Random(args.seed)
     load_start = os.getloadavg()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
     kills = []
-    for i in range(args.kills):
-        record = one_kill(args, rng.uniform(0.0, args.span_s))
-        kills.append(record)
-        print(f"kill {i + 1}/{args.kills}: {asdict(record)}", file=sys.stderr, flush=True)
+    try:
+        for i in range(args.kills):
+            record = one_kill(args, rng.uniform(0.0, args.span_s))
+            kills.append(record)
+            print(f"kill {i + 1}/{args.kills}: {asdict(record)}", file=sys.stderr, flush=True)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
     tried = [k for k in kills if not k.note]
     leaky = [k for k in tried if k.survivors]

@@ -19,6 +19,15 @@ parent process ends, in two ways:
   so the pid changes at once and cannot be confused with a recycled pid. (Windows does
   not re-parent: there the thread never fires, and workers are not watched.)
 
+It runs before the worker imports vrvm (issue 32): a worker unpickles its initializer
+before its first task, and a reference to :func:`watch_parent` would import the package
+(numpy, pandas, scikit-learn: two seconds, twenty on a busy machine) before any watchdog
+ran, so a parent killed meanwhile left its workers alive until they had imported
+everything. The initializer is therefore pickled as "run this file by path"
+(:func:`runpy.run_path`, which imports no package) and takes :func:`watch_parent` from it;
+this module must keep to the standard library. What runs before it in a worker is
+Python's start-up and joblib's import (about 0.3 s on an idle machine).
+
 The resource trackers need neither: every worker holds the write end of their pipe, so
 they see end-of-file when the last worker is gone, remove what was registered with them
 (joblib's memmapped arrays in ``/dev/shm``, loky's semaphores) and exit. Killing them
@@ -28,12 +37,16 @@ from a watchdog would leak exactly those files.
 from __future__ import annotations
 
 import ctypes
+import functools
+import operator
 import os
+import runpy
 import signal
 import sys
 import threading
 import time
 import warnings
+from dataclasses import dataclass
 
 __all__ = ["POLL_S", "watch_parent", "watchdog_kwargs", "watched_parallel"]
 
@@ -63,7 +76,7 @@ def watchdog_kwargs() -> dict:
     call from the same kind of thread, so joblib keeps reusing its executor.
     """
     started_by_main_thread = threading.current_thread() is threading.main_thread()
-    return {"initializer": watch_parent, "initargs": (os.getpid(), started_by_main_thread)}
+    return {"initializer": _WorkerStart(os.getpid(), started_by_main_thread), "initargs": ()}
 
 
 def watched_parallel(n_jobs: int | None, **kwargs):
@@ -100,6 +113,38 @@ def watch_parent(parent_pid: int, pdeathsig: bool = True) -> None:
     threading.Thread(
         target=_poll_parent, args=(parent_pid,), name="vrvm-parent-watchdog", daemon=True
     ).start()
+
+
+@dataclass(frozen=True)
+class _WorkerStart:
+    """:func:`watch_parent` for one parent, pickled to run before the worker imports vrvm.
+
+    Equal for equal arguments, so joblib keeps reusing its executor.
+    """
+
+    parent_pid: int
+    pdeathsig: bool
+
+    def __call__(self) -> None:
+        watch_parent(self.parent_pid, self.pdeathsig)
+
+    def __reduce__(self):
+        # unpickled as functools.partial(<watch_parent of this file run by path>, ...)
+        return functools.partial, (_WatchParentByPath(), self.parent_pid, self.pdeathsig)
+
+
+class _WatchParentByPath:
+    """Unpickles as :func:`watch_parent` of this file run by path (no package import)."""
+
+    def __reduce__(self):
+        return operator.itemgetter("watch_parent"), (_ThisFileRun(),)
+
+
+class _ThisFileRun:
+    """Unpickles as the namespace of this file, run by :func:`runpy.run_path`."""
+
+    def __reduce__(self):
+        return runpy.run_path, (__file__,)
 
 
 def _poll_parent(parent_pid: int) -> None:

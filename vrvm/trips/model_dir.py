@@ -14,8 +14,14 @@ A model directory is untrusted input (it may come from a colleague, a download o
 that lost power), so loading never unpickles anything: arrays are read with
 ``allow_pickle=False``, object and structured dtypes are refused when saving and when
 loading, and the checksum and the manifest are verified before anything is returned.
-Every problem with a stored model is reported as a :class:`ModelFormatError` whose
-message names the offending path.
+Loading is bounded by what the files hold (issue 32): both files must be regular files
+(a symbolic link, a FIFO or a device is refused without blocking), ``model.json`` is at
+most :data:`MAX_MANIFEST_BYTES`, ``arrays.npz`` at most what its manifest's arrays need,
+its members must be stored uncompressed (as :func:`save_model_dir` writes them: nothing
+is ever decompressed), and every member's ``.npy`` header must give the manifest's shape
+and dtype and exactly the member's size before any array is allocated. Every problem
+with a stored model is reported as a :class:`ModelFormatError` whose message names the
+offending path.
 
 :func:`save_model_dir` writes a model so that nothing is ever half-written at its path
 (see its Notes for the exact guarantee). Numbered versions of a model with an "active"
@@ -24,6 +30,7 @@ pointer are :class:`vrvm.trips.model_store.ModelStore`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -31,6 +38,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import time
 import zipfile
 import zlib
@@ -57,6 +65,7 @@ from vrvm.trips._replace import (
 from vrvm.trips.durable import TMP_PREFIX, atomic_write, atomic_write_json
 
 __all__ = [
+    "MAX_MANIFEST_BYTES",
     "ModelFormatError",
     "ModelManifest",
     "load_model_dir",
@@ -77,6 +86,18 @@ _STORABLE_KINDS = frozenset("biufcmMSU")
 # How often load_model_dir re-reads a model that was replaced while it was being read.
 _LOAD_ATTEMPTS = 3
 _LOAD_RETRY_DELAY = 0.05  # seconds
+
+MAX_MANIFEST_BYTES = 16 * 2**20
+"""Largest ``model.json`` that is read (a model's manifest takes 10-100 KB)."""
+# What an archive may hold beyond its arrays' data: per member, the .npy header (numpy
+# reads at most 10,000 bytes of it by default) and the zip entries (name, zip64 fields);
+# per archive, the end records.
+_MEMBER_OVERHEAD_BYTES = 10_000 + 1_024
+_ARCHIVE_OVERHEAD_BYTES = 1_024
+_NPY_HEADER_READERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
 
 
 def utc_now_iso() -> str:
@@ -197,6 +218,60 @@ def _sha256_of(f) -> str:
     for chunk in iter(lambda: f.read(1 << 20), b""):
         digest.update(chunk)
     return digest.hexdigest()
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def _open_regular(file_path: Path, max_bytes: int) -> tuple[Any, int]:
+    """Open a model's file for reading, refusing anything but a regular file of at most
+    ``max_bytes``; the open binary file and its size.
+
+    A model directory is untrusted: ``O_NOFOLLOW`` refuses a symbolic link (to
+    ``/dev/zero``, say) and ``O_NONBLOCK`` makes opening a FIFO return at once rather
+    than wait for a writer; the type and size are then read from the opened file
+    (``fstat``), so nothing can be swapped in between the check and the read.
+    FileNotFoundError is left to the caller, which knows what a missing file means.
+    """
+    if not hasattr(os, "O_NOFOLLOW") and file_path.is_symlink():  # Windows
+        raise ModelFormatError(f"{file_path} is a symbolic link; refusing to follow it")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(file_path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ModelFormatError(
+                f"{file_path} is a symbolic link; a model's files must be regular files "
+                "in its directory, refusing to follow it"
+            ) from None
+        raise ModelFormatError(f"cannot open {file_path}: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ModelFormatError(
+                f"{file_path} is {_file_kind(info.st_mode)}, not a regular file; "
+                "refusing to read it"
+            )
+        if info.st_size > max_bytes:
+            raise ModelFormatError(
+                f"{file_path} has {info.st_size:,} bytes, more than the {max_bytes:,} "
+                "it may have; refusing to read it"
+            )
+        return os.fdopen(fd, "rb"), info.st_size
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _check_replaceable(path: Path) -> None:
@@ -396,13 +471,22 @@ def _read_manifest_bytes(path: Path) -> bytes:
         raise ModelFormatError(f"{path} is not a model directory (it is a file)")
     manifest_path = path / MODEL_FILE
     try:
-        return manifest_path.read_bytes()
+        f, _ = _open_regular(manifest_path, MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         raise ModelFormatError(
             f"{path} is not a model directory: {MODEL_FILE} is missing"
         ) from None
-    except OSError as exc:
-        raise ModelFormatError(f"cannot read {manifest_path}: {exc}") from exc
+    with f:
+        try:
+            # one byte more than allowed: a file that grew since it was opened is refused too
+            raw = f.read(MAX_MANIFEST_BYTES + 1)
+        except OSError as exc:
+            raise ModelFormatError(f"cannot read {manifest_path}: {exc}") from exc
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ModelFormatError(
+            f"{manifest_path} has more than {MAX_MANIFEST_BYTES:,} bytes; refusing to read it"
+        )
+    return raw
 
 
 def _parse_manifest(
@@ -525,17 +609,110 @@ def read_model_manifest(
     return _parse_manifest(path, _read_manifest_bytes(path), format_name, max_format_version)
 
 
+def _archive_limit(manifest: ModelManifest) -> int:
+    """The most bytes ``arrays.npz`` may have: its arrays' data plus the archive's overhead.
+
+    Raises if the arrays alone would not fit in this machine's memory (a manifest
+    claiming 10^12 elements): then no archive could be loaded anyway.
+    """
+    data_bytes = sum(
+        math.prod(shape) * np.dtype(dtype_str).itemsize
+        for shape, dtype_str in manifest.arrays.values()
+    )
+    memory = _physical_memory_bytes()
+    if memory is not None and data_bytes > memory:
+        raise ModelFormatError(
+            f"{manifest.path / MODEL_FILE} lists arrays of {data_bytes:,} bytes, more than "
+            f"this machine's memory ({memory:,} bytes); refusing to load them"
+        )
+    return data_bytes + len(manifest.arrays) * _MEMBER_OVERHEAD_BYTES + _ARCHIVE_OVERHEAD_BYTES
+
+
+def _physical_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX
+        return None
+
+
+def _archive_members(
+    npz_path: Path, archive: zipfile.ZipFile, manifest: ModelManifest, size: int
+) -> dict[str, zipfile.ZipInfo]:
+    """The archive's member of each array in the manifest, each checked to be stored
+    uncompressed and within the archive's ``size`` bytes."""
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in archive.infolist():
+        name = info.filename.removesuffix(".npy")
+        if name in members:
+            raise ModelFormatError(f"{npz_path} holds the member {info.filename!r} twice")
+        members[name] = info
+    missing = sorted(set(manifest.arrays) - set(members))
+    extra = sorted(set(members) - set(manifest.arrays))
+    if missing or extra:
+        raise ModelFormatError(
+            f"{npz_path} does not hold the arrays listed in its manifest "
+            f"(missing: {missing}, unexpected: {extra})"
+        )
+    for name, info in members.items():
+        where = f"{npz_path}: array {name!r}"
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+            # vrvm stores arrays uncompressed: a compressed member (a few KB that may
+            # expand to gigabytes) is never decompressed
+            raise ModelFormatError(
+                f"{where} is compressed or encrypted; vrvm writes model arrays "
+                "uncompressed and refuses to decompress them"
+            )
+        if info.file_size != info.compress_size or info.header_offset + info.file_size > size:
+            raise ModelFormatError(
+                f"{where} claims {info.file_size:,} bytes, more than the archive's "
+                f"{size:,} bytes hold"
+            )
+    return members
+
+
+def _read_member(
+    npz_path: Path,
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    name: str,
+    spec: tuple[tuple[int, ...], str],
+) -> np.ndarray:
+    """One array, read only once its ``.npy`` header matches the manifest and the size."""
+    where = f"{npz_path}: array {name!r}"
+    shape, dtype_str = spec
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version not in _NPY_HEADER_READERS:
+            raise ModelFormatError(f"{where} has .npy format version {version}, not 1.0 or 2.0")
+        stored_shape, _, dtype = _NPY_HEADER_READERS[version](member)
+        reason = _unstorable_reason(dtype)
+        if reason is not None:
+            raise ModelFormatError(f"{where}: {reason}; refusing to load it")
+        if stored_shape != shape or dtype.str != dtype_str:
+            raise ModelFormatError(
+                f"{where} has shape {stored_shape} and dtype {dtype.str}, but the manifest "
+                f"says {shape} and {dtype_str}"
+            )
+        data_bytes = info.file_size - member.tell()
+        if data_bytes != math.prod(shape) * dtype.itemsize:
+            raise ModelFormatError(
+                f"{where} holds {data_bytes:,} bytes of data, but {shape} values of dtype "
+                f"{dtype_str} take {math.prod(shape) * dtype.itemsize:,}"
+            )
+        member.seek(0)
+        return np.lib.format.read_array(member, allow_pickle=False)
+
+
 def _read_arrays(path: Path, manifest: ModelManifest) -> dict[str, np.ndarray]:
-    """Load ``arrays.npz`` after checking it against the manifest's checksum."""
+    """Load ``arrays.npz`` after checking it against the manifest (checksum, members,
+    shapes, dtypes and sizes), allocating nothing the file does not hold."""
     npz_path = path / ARRAYS_FILE
     try:
-        f = open(npz_path, "rb")
+        f, size = _open_regular(npz_path, _archive_limit(manifest))
     except FileNotFoundError:
         raise ModelFormatError(
             f"{npz_path} is missing: the model directory is incomplete"
         ) from None
-    except OSError as exc:
-        raise ModelFormatError(f"cannot open {npz_path}: {exc}") from exc
     with f:
         # Hash and parse the same open file, so the checked bytes are the loaded bytes.
         if _sha256_of(f) != manifest.arrays_sha256:
@@ -545,40 +722,34 @@ def _read_arrays(path: Path, manifest: ModelManifest) -> dict[str, np.ndarray]:
             )
         f.seek(0)
         try:
-            loaded = np.load(f, allow_pickle=False)
-            if not isinstance(loaded, np.lib.npyio.NpzFile):
-                raise ModelFormatError(f"{npz_path} is not an .npz archive")
-            with loaded:
-                names = set(loaded.files)
-                missing = sorted(set(manifest.arrays) - names)
-                extra = sorted(names - set(manifest.arrays))
-                if missing or extra:
-                    raise ModelFormatError(
-                        f"{npz_path} does not hold the arrays listed in its manifest "
-                        f"(missing: {missing}, unexpected: {extra})"
-                    )
-                arrays = {name: loaded[name] for name in manifest.arrays}
+            try:
+                archive = zipfile.ZipFile(f)
+            except zipfile.BadZipFile as exc:
+                raise ModelFormatError(
+                    f"{npz_path} cannot be read: it is not an .npz archive ({exc})"
+                ) from exc
+            with archive:
+                members = _archive_members(npz_path, archive, manifest, size)
+                return {
+                    name: _read_member(npz_path, archive, members[name], name, spec)
+                    for name, spec in manifest.arrays.items()
+                }
         except ModelFormatError:
             raise
-        except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        except (
+            ValueError,
+            OSError,
+            EOFError,
+            KeyError,
+            zipfile.BadZipFile,
+            zlib.error,
+        ) as exc:
             # allow_pickle=False makes numpy raise ValueError for object arrays, so a
             # pickle payload ends up here instead of being executed.
             raise ModelFormatError(
                 f"{npz_path} cannot be read as a pickle-free .npz archive "
                 f"({type(exc).__name__}: {exc})"
             ) from exc
-
-    for name, array in arrays.items():
-        shape, dtype_str = manifest.arrays[name]
-        reason = _unstorable_reason(array.dtype)
-        if reason is not None:
-            raise ModelFormatError(f"{npz_path}: array {name!r}: {reason}; refusing to load it")
-        if array.shape != shape or array.dtype.str != dtype_str:
-            raise ModelFormatError(
-                f"{npz_path}: array {name!r} has shape {array.shape} and dtype "
-                f"{array.dtype.str}, but the manifest says {shape} and {dtype_str}"
-            )
-    return arrays
 
 
 def load_model_dir(
@@ -614,7 +785,10 @@ def load_model_dir(
         not valid JSON or not a vrvm manifest, the format name differs, the format
         version is newer than ``max_format_version``, ``arrays.npz`` does not match its
         checksum or cannot be read without pickle, or its arrays differ from the
-        manifest. The message names the path.
+        manifest; or if either file is not a regular file (a symbolic link, a FIFO, a
+        device), is larger than it may be, or ``arrays.npz`` holds compressed members or
+        headers claiming more than its bytes (see the module's docstring). The message
+        names the path.
 
     See Also
     --------
@@ -669,8 +843,8 @@ def load_model_dir(
             # A concurrent save may have swapped the directory between reading model.json
             # and arrays.npz; then the manifest changed too and a fresh read succeeds.
             try:
-                replaced = (path / MODEL_FILE).read_bytes() != raw
-            except OSError:
+                replaced = _read_manifest_bytes(path) != raw
+            except ModelFormatError:
                 replaced = True
             if not replaced or last_attempt:
                 raise

@@ -17,6 +17,12 @@ the arrays ``pairs__{level}__{origin,dest,n,offset}``); a model saved without th
 with ``pair_offsets=False`` and predicts as it did. Version 5 added the twin scales
 (``noise_scale.twin``, the parameter ``twin_scales``); a model saved without them loads
 with ``twin_scales=False`` and one component per member.
+
+A loaded model is checked to be one that could have been fitted (issue 32): its arrays
+hold finite numbers (only the kernel widths of linear columns are NaN, and the fit's
+bound trace ``elbo_`` is not a parameter), and it predicts finite, positive spreads and
+a median within :data:`SANE_FACTOR` times the largest observed travel time for (up to
+:data:`N_SELF_CHECK`) trips it was trained on, its relevance trips.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips.features import TripFeaturizer
@@ -41,6 +48,24 @@ FORMAT_NAME = "vrvm.TravelTimeModel"
 # 4: the zone-pair offsets, absent is none
 FORMAT_VERSION = 5
 _PAIRS = "pairs"  # prefix of the pair offsets' arrays
+N_SELF_CHECK = 32
+"""Relevance trips a loaded model must predict sanely (spread over its members)."""
+SANE_FACTOR = 1000.0
+"""A loaded model's median for a trip it was trained on is within this factor times the
+largest travel time observed among those trips (and finite)."""
+# arrays that are not parameters (a trace of the fit) or hold NaN by design (linear
+# columns have no kernel width)
+_NOT_PARAMETERS = ("__elbo_",)
+_NAN_ALLOWED = ("__basis_width_",)
+# the columns of relevance_trip_arrays_ (as in vrvm.trips._ensemble.relevance_table)
+_RELEVANCE_TRIP_COLUMNS = [
+    "origin_lat",
+    "origin_lon",
+    "dest_lat",
+    "dest_lon",
+    "start_s",
+    "travel_time_s",
+]
 
 
 def _round_for_json(value: float) -> float | None:
@@ -191,4 +216,64 @@ def load_model(cls, path: str | os.PathLike[str]):
             f"{path} does not hold a consistent TravelTimeModel ({type(exc).__name__}: "
             f"{exc}); the model.json was modified or written by an incompatible tool"
         ) from None
+    _check_finite(arrays, Path(path))
+    _check_predicts(model, Path(path))
     return model
+
+
+def _check_finite(arrays: Mapping[str, np.ndarray], path: Path) -> None:
+    """Refuse a model whose parameters hold infinities or NaN (naming the array)."""
+    for key, value in arrays.items():
+        if value.dtype.kind not in "fc" or key.endswith(_NOT_PARAMETERS):
+            continue
+        bad = ~np.isfinite(value)
+        if key.endswith(_NAN_ALLOWED):
+            bad &= ~np.isnan(value)
+        if bad.any():
+            raise ModelFormatError(
+                f"{path / 'arrays.npz'}: array {key!r} holds {int(bad.sum())} non-finite "
+                f"value(s) (the first is {value.flat[np.flatnonzero(bad)[0]]}); a fitted "
+                "model's parameters are finite"
+            )
+
+
+def _check_predicts(model, path: Path) -> None:
+    """Refuse a model that predicts nonsense for trips it was trained on.
+
+    Finite parameters can still overflow (weights of 1e300 predict an infinite time,
+    and the predictions would silently come out empty), so the model predicts up to
+    :data:`N_SELF_CHECK` of its relevance trips: every component's location and scale
+    must be finite (scales positive) and every median finite and within
+    :data:`SANE_FACTOR` times the largest of their observed travel times.
+    """
+    # not model.relevance_trips(), which also sums every column's weight (10x the time)
+    raw = np.concatenate(model.relevance_trip_arrays_)
+    if len(raw) == 0:
+        return
+    raw = raw[np.linspace(0, len(raw) - 1, min(len(raw), N_SELF_CHECK)).astype(int)]
+    trips = pd.DataFrame(raw, columns=_RELEVANCE_TRIP_COLUMNS)
+    try:
+        trips["start_time"] = pd.to_datetime(trips.pop("start_s"), unit="s", utc=True)
+        with np.errstate(all="ignore"):  # overflow is what is being looked for
+            dist = model.predict_dist(trips)
+            median = dist.median()
+            loc, scale = np.asarray(dist.loc), np.asarray(dist.scale)
+    except (ValueError, TypeError, OverflowError, FloatingPointError) as exc:
+        raise ModelFormatError(
+            f"{path} does not hold a usable TravelTimeModel: predicting the trips it was "
+            f"trained on fails ({type(exc).__name__}: {exc})"
+        ) from None
+    observed = float(np.max(trips["travel_time_s"].to_numpy(dtype=np.float64)))
+    sane = (
+        np.all(np.isfinite(loc))
+        and np.all(np.isfinite(scale) & (scale > 0))
+        and np.all(np.isfinite(median))
+        and np.isfinite(observed)
+        and np.all(np.abs(median) <= SANE_FACTOR * observed)
+    )
+    if not sane:
+        raise ModelFormatError(
+            f"{path} does not hold a usable TravelTimeModel: for trips it was trained on "
+            f"(observed travel times up to {observed:g} s) it predicts medians from "
+            f"{np.min(median):g} to {np.max(median):g} s; its parameters were modified"
+        )
