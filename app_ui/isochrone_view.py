@@ -7,7 +7,8 @@ t and the probabilities, and draws the nested regions under the clickable zones.
 State keys (all prefixed with the section's ``key``):
 
 ``{key}``              the :class:`vrvm.services.places.ODState` whose origin is the place
-``{key}_map``          the pydeck chart (a click sets the place)
+``{key}_map_<zones>``  the pydeck chart (a click sets the place), named for the map's
+                       zones (:func:`app_ui.od_picker.map_key`)
 ``{key}_place``        the zone list
 ``{key}_direction``    ``"from"`` or ``"to"`` the place
 ``{key}_levels``       the probabilities p
@@ -123,7 +124,7 @@ def show(key: str, ctx: ModelContext) -> None:
             deck,
             on_select="rerun",
             selection_mode="single-object",
-            key=f"{key}_map",
+            key=od_picker.map_key(key, ctx.area),  # a new chart when the zones change
             height=560,
         )
         if drawn is not None:

@@ -3,7 +3,8 @@
 State keys (all prefixed with the component's ``key``):
 
 ``{key}``            the :class:`vrvm.services.places.ODState`
-``{key}_map``        the pydeck chart (its selection state, set by Streamlit)
+``{key}_map_<zones>``  the pydeck chart (its selection state, set by Streamlit), named
+                     for the map's zones (:func:`map_key`)
 ``{key}_origin``     origin selectbox; ``{key}_dest`` destination selectbox
 ``{key}_typed_o``, ``{key}_typed_d``  typed "lat, lon" text inputs
 ``{key}_error``      the last message about typed coordinates
@@ -18,10 +19,20 @@ draws (:meth:`~vrvm.services.places.ODState.located`, through ``get_state(key, a
 when the zone file, the boundaries naming the zones or the model change, the lists,
 the markers and the answer all name the zones that now hold the two places (or the
 place is dropped, and the page asks for it), never a zone of the map before.
+
+A chart's selection names the clicked zone by its position in the map's data, and
+Streamlit keeps a keyed chart's selection whatever data the chart is drawn with. So the
+chart is keyed by its zones (:func:`map_key`): when they change, it is a new chart,
+with no selection in the browser or on the server, and the last selection acted upon
+(:attr:`~vrvm.services.places.ODState.last_selection`) is forgotten on the next run. A
+click after the switch is always read on the zones it was made on, even at the
+position of the last click.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import replace
 
 import streamlit as st
@@ -72,13 +83,49 @@ def set_state(key: str, state: ODState) -> None:
     st.session_state[key] = state
 
 
+def map_key(key: str, area: ServiceArea) -> str:
+    """The widget key of the clickable map of ``key`` over ``area``'s zones.
+
+    ``{key}_map_`` and a digest of the zone ids in the map's order: the positions a
+    selection names mean the same zones exactly when the key is the same. New names
+    for the same zones (boundaries) keep the chart; other zones (a zone file, another
+    model's hexagons) make a new chart, which starts with no selection.
+
+    Parameters
+    ----------
+    key : str
+        The component's key (its state is ``st.session_state[key]``).
+    area : ServiceArea
+        The zones the map draws, in the order of its ``zones`` layer.
+
+    Returns
+    -------
+    str
+        The key to draw the chart with and to read its selection by.
+    """
+    ids = json.dumps(area.grid["zone"].astype(str).tolist())  # exact: no separator clash
+    digest = hashlib.blake2b(ids.encode(), digest_size=8).hexdigest()
+    return f"{key}_map_{digest}"
+
+
+def map_selection(key: str, area: ServiceArea) -> dict | None:
+    """The selection of the clickable map of ``key`` over ``area``'s zones (None: none).
+
+    Only the chart of these zones is read (:func:`map_key`): a selection made on other
+    zones names positions that now mean other zones.
+    """
+    return st.session_state.get(map_key(key, area))
+
+
 def handle_map_event(key: str, area: ServiceArea, *, mode: str = "od") -> ODState:
     """Apply the map's current selection (a click) to the state; call before drawing.
 
     ``mode="od"``: clicks alternate origin, destination; ``"origin"``: a click sets the
-    origin (coverage map).
+    origin (coverage map). The selection is that of the chart of ``area``'s zones; on
+    the first run after they change it has none, which forgets the last selection acted
+    upon, so that the next click counts wherever it falls.
     """
-    selection = st.session_state.get(f"{key}_map")
+    selection = map_selection(key, area)
     state = places.apply_map_selection(get_state(key, area), selection, area, mode=mode)
     set_state(key, state)
     return state
@@ -227,6 +274,6 @@ def show_map(
         deck,
         on_select="rerun",
         selection_mode="single-object",
-        key=f"{key}_map",
+        key=map_key(key, area),
         height=height,
     )

@@ -45,7 +45,10 @@ def no_exception(at: AppTest) -> None:
 
 
 def deck(at: AppTest, key: str):
-    return next(d for d in at.get("deck_gl_json_chart") if d.key == key)
+    """The chart keyed ``key``, or ``key`` and its zones' digest (``od_map_<zones>``)."""
+    named = re.compile(rf"{re.escape(key or '')}_[0-9a-f]{{16}}")
+    charts = at.get("deck_gl_json_chart")
+    return next(d for d in charts if d.key == key or named.fullmatch(d.key or ""))
 
 
 def click_zone(at: AppTest, area: ServiceArea, index: int, key: str = "od_map"):

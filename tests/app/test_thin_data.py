@@ -60,7 +60,9 @@ def test_thin_data_is_said_next_to_the_answer_and_faded_on_the_reach_map(vrvm_ho
     # the reach map fades the zones no trip from near the origin went to
     at.segmented_control(key="predict_mode").set_value("coverage").run()
     assert not at.exception
-    spec = json.loads(next(d for d in at.get("deck_gl_json_chart") if d.key == "od_map").proto.json)
+    spec = json.loads(
+        next(d for d in at.get("deck_gl_json_chart") if d.key.startswith("od_map_")).proto.json
+    )
     zones = next(layer for layer in spec["layers"] if layer["id"] == "zones")["data"]
     thin = [z for z in zones if "Thin data" in z["tip"]]
     assert 0 < len(thin) < len(zones) == len(area.grid)
