@@ -305,6 +305,8 @@ def get_context() -> ModelContext:
         model = _load_model(str(path), version)
         trips = _training_trips(str(home), str(path), version)
         area, zones_key = _clickable_area(home, path, version, sidebar.boundaries())
+        if area.boundary_problem:  # the map was built without the boundary file: say why
+            st.warning(plain_markdown(area.boundary_problem), icon=":material/layers_clear:")
         _warm_up_charts()
     except demo.StorageError as exc:
         _storage_problem(exc)

@@ -7,16 +7,19 @@ brings named bases) and draws the results. It opens on two bases at busy central
 
 State keys (all prefixed with the section's ``key``):
 
-``{key}_bases``        the bases table (:data:`vrvm.services.fleet.BASE_COLUMNS`)
+``{key}_bases``        the bases table (:data:`vrvm.services.fleet.BASE_COLUMNS`), located on
+                       the current zones on every run (:func:`vrvm.services.fleet.locate_bases`)
+``{key}_moved``        the sentence naming the bases that relocating removed, shown once
 ``{key}_click``        a :class:`~vrvm.services.places.ODState`: the last map selection acted upon
-``{key}_map``          the pydeck chart (a click toggles a base in the zone)
+``{key}_map_<zones>``  the pydeck chart (a click toggles a base in the zone), keyed by its
+                       zones (:func:`app_ui.od_picker.map_key`): a new chart on other zones
 ``{key}_pick``         the list of zones holding a base
 ``{key}_upload``, ``{key}_demand_upload``  the bases and demand files
-``{key}_seen``         the last demand file read and its outcome
+``{key}_seen``         the last demand file read and its outcome (kept with :func:`context.keep`)
 ``{key}_error``        the last message about placing bases
 ``{key}_metric``       what the map is coloured by (``"best"`` or ``"any"``)
 ``{key}_objective``    what a new base is ranked by (``"any"`` or ``"best"``)
-``{key}_ranking``      the last ranking and the inputs it was made for
+``{key}_ranking``      the last ranking and the inputs it was made for (:func:`context.keep`)
 ``{key}_trip_when``, ``{key}_trip_threshold``  departure and T
 """
 
@@ -25,8 +28,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_ui import maps, sidebar, trip_controls
-from app_ui.context import ModelContext
+from app_ui import maps, od_picker, sidebar, trip_controls
+from app_ui.context import ModelContext, keep, kept
 from vrvm.services import fleet, fleet_files, places
 from vrvm.services.area import ServiceArea
 from vrvm.services.places import ODState
@@ -49,12 +52,23 @@ def _label(metric: str, threshold_min: float) -> str:
 
 
 def _bases(key: str, area: ServiceArea) -> pd.DataFrame:
-    """The bases; two at busy central zones on the first visit (or after new zones)."""
+    """The bases on ``area``'s zones; two at busy central zones on the first visit.
+
+    Bases placed on another map (another zone file, boundaries or model version) are
+    located on this one (:func:`vrvm.services.fleet.locate_bases`), and those it
+    removes are said once.
+    """
     bases = st.session_state.get(f"{key}_bases")
-    if bases is None or not set(bases["zone"]) <= set(area.zone_index):
+    if bases is None:
         bases = fleet.default_bases(area)
         st.session_state[f"{key}_bases"] = bases
-    return bases
+        return bases
+    located, removed = fleet.locate_bases(area, bases)
+    if located is not bases:
+        st.session_state[f"{key}_bases"] = located
+        if removed:
+            st.session_state[f"{key}_moved"] = removed
+    return located
 
 
 def _set_bases(key: str, bases: pd.DataFrame) -> None:
@@ -66,7 +80,7 @@ def _apply_click(key: str, area: ServiceArea) -> None:
     """A new click on a zone adds a base there, or removes the bases in it."""
     before = st.session_state.get(f"{key}_click") or ODState()
     after = places.apply_map_selection(
-        before, st.session_state.get(f"{key}_map"), area, mode="origin"
+        before, od_picker.map_selection(key, area), area, mode="origin"
     )
     st.session_state[f"{key}_click"] = after
     clicked = after.last_selection not in (None, before.last_selection)
@@ -105,26 +119,27 @@ def _uploaded_bases(key: str, area: ServiceArea) -> None:
         st.session_state[f"{key}_error"] = str(exc)
 
 
-def _uploaded_demand(key: str, area: ServiceArea):
-    """The demand file's weights (read once per file), or None; its error shown."""
+def _uploaded_demand(key: str, ctx: ModelContext):
+    """The demand file's weights (read once per file and map), or None; its error shown.
+
+    The weights are one per zone of the map they were read on: kept with the context's
+    fingerprint, so that the file is read again on other zones, never applied to them.
+    """
     upload = st.session_state.get(f"{key}_demand_upload")
     if upload is None:
         return None
     file_id = str(getattr(upload, "file_id", None) or f"{upload.name}:{upload.size}")
-    seen = st.session_state.get(f"{key}_seen")
-    if seen is None or seen[0] != file_id:
+    inputs = (ctx.fingerprint, file_id)
+    seen = kept(f"{key}_seen", inputs)
+    if seen is None:
         try:
-            seen = (
-                file_id,
-                fleet_files.read_demand_csv(upload.getvalue(), area, source=upload.name),
-                None,
-            )
+            read = fleet_files.read_demand_csv(upload.getvalue(), ctx.area, source=upload.name)
+            seen = keep(f"{key}_seen", inputs, (read, None))
         except ValueError as exc:
-            seen = (file_id, None, str(exc))
-        st.session_state[f"{key}_seen"] = seen
-    if seen[2]:
-        st.error(plain_markdown(seen[2]), icon=":material/error:")
-    return seen[1]
+            seen = keep(f"{key}_seen", inputs, (None, str(exc)))
+    if seen[1]:
+        st.error(plain_markdown(seen[1]), icon=":material/error:")
+    return seen[0]
 
 
 def _base_controls(key: str, area: ServiceArea) -> None:
@@ -165,9 +180,12 @@ def _base_controls(key: str, area: ServiceArea) -> None:
     )
     if st.session_state.get(f"{key}_error"):
         st.error(plain_markdown(st.session_state[f"{key}_error"]), icon=":material/error:")
+    moved = st.session_state.pop(f"{key}_moved", None)  # said once, when it happened
+    if moved:
+        st.warning(plain_markdown(moved), icon=":material/location_off:")
 
 
-def _demand(key: str, area: ServiceArea):
+def _demand(key: str, ctx: ModelContext):
     """Demand per zone (the file's, or training-trip origins) and where it comes from."""
     st.file_uploader(
         "Demand per zone (optional CSV: zone or lat, lon, and demand)",
@@ -177,8 +195,8 @@ def _demand(key: str, area: ServiceArea):
         help="Weights of the zones in the coverage and the ranking. Without a file: the "
         "training trips starting in each zone.",
     )
-    weights = _uploaded_demand(key, area)
-    return fleet.zone_demand(area, weights)
+    weights = _uploaded_demand(key, ctx)
+    return fleet.zone_demand(ctx.area, weights)
 
 
 # ---------------------------------------------------------------------------- results
@@ -201,7 +219,7 @@ def show(key: str, ctx: ModelContext) -> None:
             required=True,
         )
         _base_controls(key, area)
-        demand, demand_source = _demand(key, area)
+        demand, demand_source = _demand(key, ctx)
     bases = _bases(key, area)
     coverage = fleet.fleet_coverage(ctx.model, area, bases, departure, threshold)
     fill, tips, legend = fleet.fleet_map(coverage, metric)
@@ -224,7 +242,11 @@ def show(key: str, ctx: ModelContext) -> None:
             markers=fleet.base_markers(bases, ranking),
         )
         st.pydeck_chart(
-            deck, on_select="rerun", selection_mode="single-object", key=f"{key}_map", height=560
+            deck,
+            on_select="rerun",
+            selection_mode="single-object",
+            key=od_picker.map_key(key, area),  # a new chart when the zones change
+            height=560,
         )
         st.markdown(maps.legend_html(legend, _label(metric, threshold)), unsafe_allow_html=True)
     if not len(bases):
@@ -298,12 +320,12 @@ def _summary(key, ctx: ModelContext, coverage: fleet.FleetCoverage, demand, dema
 
 
 def _signature(ctx: ModelContext, coverage: fleet.FleetCoverage, demand, objective: str) -> tuple:
-    """What a ranking depends on: a new one is needed when any of it changes."""
+    """What a ranking depends on: a new one is needed when any of it changes (the model,
+    its time zone and the map's zones: the context's fingerprint)."""
     bases = coverage.bases
     return (
-        ctx.version,
-        tuple(ctx.area.grid["zone"]),
-        tuple(zip(bases["name"], bases["lat"], bases["lon"], strict=True)),
+        ctx.fingerprint,
+        tuple(zip(bases["name"], bases["lat"], bases["lon"], bases["zone"], strict=True)),
         coverage.departure.isoformat(),
         coverage.threshold_min,
         demand.tobytes(),
@@ -313,11 +335,8 @@ def _signature(ctx: ModelContext, coverage: fleet.FleetCoverage, demand, objecti
 
 def _current_ranking(key: str, ctx: ModelContext, coverage, demand) -> pd.DataFrame | None:
     """The last ranking if it was made for these bases, time, threshold, demand, objective."""
-    kept = st.session_state.get(f"{key}_ranking")
     objective = st.session_state.get(f"{key}_objective", "any")
-    if kept is not None and kept[0] == _signature(ctx, coverage, demand, objective):
-        return kept[1]
-    return None
+    return kept(f"{key}_ranking", _signature(ctx, coverage, demand, objective))
 
 
 def _rank(key: str, ctx: ModelContext, coverage, demand) -> None:
@@ -326,7 +345,7 @@ def _rank(key: str, ctx: ModelContext, coverage, demand) -> None:
         ranking = fleet.rank_new_base(
             ctx.model, ctx.area, coverage, demand, objective=objective, top=TOP_CANDIDATES
         )
-    st.session_state[f"{key}_ranking"] = (_signature(ctx, coverage, demand, objective), ranking)
+    keep(f"{key}_ranking", _signature(ctx, coverage, demand, objective), ranking)
 
 
 def _ask_rank(key: str) -> None:

@@ -30,6 +30,8 @@ SETTINGS_BOUNDARY_SEEN = "settings_boundary_seen"
 NO_BOUNDARIES = "(none)"
 HEXAGONS = "Hexagons (from the trips)"
 SETTINGS_ZONE_CHOICE = "settings_zone_choice"
+# the browser refuses a larger boundary file before sending it (the server would refuse it)
+_MAX_UPLOAD_MB = max(1, boundaries_svc.MAX_BOUNDARY_BYTES // 2**20)
 
 PAGES = (
     ("app.py", "Predict", ":material/route:"),
@@ -72,16 +74,22 @@ def _boundary_document(home: str, name: str, fingerprint: str, added_at: str) ->
 
 
 def boundaries() -> tuple[str, dict, str] | None:
-    """``(fingerprint, GeoJSON, file name)`` of the boundary file shown on the map, if any."""
+    """``(fingerprint, GeoJSON, file name)`` of the boundary file shown on the map, if any
+    (None too when it can no longer be used: :func:`map_settings` says why)."""
+    return _boundaries()[0]
+
+
+def _boundaries() -> tuple[tuple[str, dict, str] | None, str | None]:
+    """:func:`boundaries`, and why the file shown on the map cannot be used (or None)."""
     home = models.data_home()
     try:
         entry = boundaries_svc.shown_boundaries(home)
         if entry is None:
-            return None
+            return None, None
         document = _boundary_document(str(home), entry.name, entry.fingerprint, entry.added_at)
-    except (KeyError, ValueError, OSError):
-        return None  # map_settings says what is wrong
-    return entry.fingerprint, document, entry.file_name
+    except (KeyError, ValueError, OSError) as exc:  # a ZoneFileError names file and feature
+        return None, str(exc)
+    return (entry.fingerprint, document, entry.file_name), None
 
 
 def _keep(widget_key: str, key: str) -> None:
@@ -137,6 +145,18 @@ def _save_upload(upload, access: Access) -> None:
         st.error(plain_markdown(error))
 
 
+def _say_why_unusable(shown) -> None:
+    """The boundary file on the map can no longer be used (changed on disk, or kept
+    under looser checks): the refusal's message, as plain text."""
+    _, problem = _boundaries()
+    if problem is not None:
+        st.error(
+            f"The boundary file {plain_markdown(shown.file_name)} can no longer be used, so "
+            f"the map is drawn without it: {plain_markdown(problem)}",
+            icon=":material/layers_clear:",
+        )
+
+
 def map_settings(access: Access) -> None:
     """Basemap toggle and boundary polygons: upload (kept in the data home), choose, remove
     (an analyst; a viewer sees which boundaries are drawn)."""
@@ -155,11 +175,13 @@ def map_settings(access: Access) -> None:
             shown = boundaries_svc.shown_boundaries(models.data_home())
             if shown is not None:
                 st.caption(plain_markdown(boundaries_svc.describe_boundaries(shown)))
+                _say_why_unusable(shown)
             return
         upload = st.file_uploader(
             "Boundary polygons (GeoJSON)",
             type=["geojson", "json"],
             key="settings_boundary_upload",
+            max_upload_size=_MAX_UPLOAD_MB,
             help="For example Chicago community areas or NYC taxi zones, in WGS84 "
             "longitude/latitude: zones are named after the polygon they fall in, and the "
             "polygons are drawn under the zones. Kept in the data home until removed.",
@@ -184,10 +206,7 @@ def map_settings(access: Access) -> None:
         )
         if shown is not None:
             st.caption(plain_markdown(boundaries_svc.describe_boundaries(shown)))
-            if boundaries() is None:
-                st.error(
-                    f"The boundary file {plain_markdown(shown.file_name)} can no longer be read."
-                )
+            _say_why_unusable(shown)
             st.button(
                 "Remove boundaries",
                 key="settings_boundary_remove",

@@ -13,11 +13,14 @@ refusal; a case still running after :data:`TIMEOUT_S` is stopped. Cases:
 ``nyc_taxi_zones``, ``chicago_community_areas``
     The real files (``../shared/data/nyc_taxi_zones.geojson``,
     ``../shared/data/chicago_community_areas.geojson``); skipped when absent.
+``polygon_5e5``
+    One valid polygon of 500,000 vertices (a circle; 7 decimals: 12 MB): the most a
+    boundary file holds (``MAX_BOUNDARY_VERTICES``).
 ``polygon_1e6``
-    One valid polygon of 1,000,000 vertices (a circle; 7 decimals: 25 MB).
+    One valid polygon of 1,000,000 vertices (25 MB): refused on the bytes since the
+    boundary files' vertex cap (kept before, in 13.7 s and 830 MB).
 ``vertices_2m``
-    Two such polygons of 1,000,001 vertices each: refused by the 2,000,000-vertex
-    cap, naming the second (46 MB).
+    Two such polygons of 1,000,001 vertices each (46 MB): refused on the bytes.
 ``nesting_100k``
     100,000 nested arrays: refused on the bytes, before parsing.
 ``empty_arrays_15m``
@@ -45,7 +48,7 @@ The uploads are generated in the parent, so generating them costs the child noth
 Run from the repository root::
 
     python benchmarks/bench_geojson.py [--cases polygon_1e6,vertices_2m] [--no-trace]
-        [--json benchmarks/results/bench_geojson.json]
+        [--max-vertices 2000000] [--json benchmarks/results/bench_geojson.json]
 
 Prints a Markdown table (and the messages of the refused cases).
 
@@ -57,7 +60,11 @@ the points were tested with an STRtree ``covered_by`` query, which walks every v
 for each point); the 2,000,002 vertices are refused in 4.3 s at 337 MB traced; the
 100,000 nested arrays in 2 ms and the 15 million empty arrays in 0.46 s, both before
 parsing (43 MB: the scan's copy of the bytes); 50,000 small zones 6.5 s and 111 MB
-(refused since issue 32). Issue 32's cases (the map step, 100,000 features, zig-zag
+(refused since issue 32). Since the boundary files' 500,000-vertex cap (2026-11-27,
+load average about 2.7): the polygon of half a million vertices is kept in 4.1 s (530 MB
+peak resident), the million-vertex polygon refused on the bytes in 0.12 s (1 MB of
+growth; 9.9 s and 830 MB to keep it under the former cap, same load) and the 2,000,002
+vertices in 0.46 s. Issue 32's cases (the map step, 100,000 features, zig-zag
 rings, a 40 MB name), before and after: ``BENCHMARKS.md``, "Issue 32: bounded uploads".
 """
 
@@ -168,6 +175,8 @@ def upload(case: str) -> bytes | None:
         path = DATA / "nyc_taxi_zones.geojson"
     elif case == "chicago_community_areas":
         path = DATA / "chicago_community_areas.geojson"
+    elif case == "polygon_5e5":
+        return collection([circle_feature(499_999, "Big")])
     elif case == "polygon_1e6":
         return collection([circle_feature(999_999, "Big")])
     elif case == "vertices_2m":
@@ -199,6 +208,7 @@ def upload(case: str) -> bytes | None:
 CASES = (
     "nyc_taxi_zones",
     "chicago_community_areas",
+    "polygon_5e5",
     "polygon_1e6",
     "vertices_2m",
     "nesting_100k",
@@ -311,7 +321,7 @@ TIMEOUT_S = 240.0
 """A case still running after this long is stopped and reported as such."""
 
 
-def run(case: str, trace: bool) -> dict | None:
+def run(case: str, trace: bool, max_vertices: int | None = None) -> dict | None:
     data = upload(case)
     if data is None:
         print(f"{case}: file absent from {DATA}, skipped", file=sys.stderr)
@@ -322,6 +332,7 @@ def run(case: str, trace: bool) -> dict | None:
     try:
         command = [sys.executable, __file__, "--child", case, file.name]
         command += [] if trace else ["--no-trace"]
+        command += [] if max_vertices is None else ["--max-vertices", str(max_vertices)]
         started = time.perf_counter()
         try:
             done = subprocess.run(
@@ -370,14 +381,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
     parser.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--max-vertices",
+        type=int,
+        help="the boundary files' vertex cap for this run (the figures of another cap: "
+        "2000000 was the cap before MAX_BOUNDARY_VERTICES)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.max_vertices is not None and args.child:
+        import dataclasses
+
+        from vrvm.services import boundaries
+
+        boundaries.BOUNDARY_LIMITS = dataclasses.replace(
+            boundaries.BOUNDARY_LIMITS, max_vertices=args.max_vertices
+        )
     if args.child:
         print(json.dumps(child(args.child[0], Path(args.child[1]), args.trace)))
         return 0
     results = []
     for case in args.cases.split(","):
-        result = run(case.strip(), args.trace)
+        result = run(case.strip(), args.trace, args.max_vertices)
         if result is not None:
             results.append(result)
             print(f"{case}: {result['total_s']:.1f} s", file=sys.stderr)

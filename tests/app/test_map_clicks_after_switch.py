@@ -187,11 +187,6 @@ def test_isochrones_a_click_after_a_switch_of_zones_moves_the_place(districts):
     assert at.selectbox(key=f"{key}_place").value == label_at(home, SECOND)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app_ui/fleet_view.py still keys its chart f'{key}_map' and reads that key; "
-    "drawing and reading it with od_picker.map_key(key, area) fixes it (then drop this mark)",
-)
 def test_fleet_a_click_after_a_switch_of_zones_places_a_base_in_the_zone_clicked(districts):
     home = districts
     key = "plan_fleet"

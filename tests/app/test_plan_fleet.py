@@ -18,6 +18,11 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
+from tests.app.test_no_stale_answers import (  # noqa: F401 (kolkata_model: a fixture)
+    active_area,
+    kolkata_model,
+    publish,
+)
 from tests.app.test_pages import (
     APP,
     TIMEOUT,
@@ -26,13 +31,15 @@ from tests.app.test_pages import (
     deck,
     metrics,
     no_exception,
+    shown,
     table_with,
 )
-from tests.app.test_zone_polygons import districts_geojson
+from tests.app.test_zone_polygons import HEXAGONS, districts_geojson
 from vrvm import TravelTimeModel
-from vrvm.services import fleet
+from vrvm.services import fleet, fleet_files, models, places
 from vrvm.services.forecast import combine_departure
 from vrvm.trips.home import add_zone_file, model_store
+from vrvm.trips.zone_files import ZoneFile
 
 PLAN = "pages/3_Plan.py"
 KEY = "plan_fleet"
@@ -199,14 +206,150 @@ def test_ranking_one_more_base_with_uploaded_demand(vrvm_home):
 def test_works_on_the_planners_polygons(vrvm_home):
     add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
     at = plan_fleet()
+    hexagon_bases = at.session_state[f"{KEY}_bases"]
     at.selectbox(key="settings_zone_choice").set_value("districts").run()
     no_exception(at)
     drawn = layers(at)
     assert drawn["zones"]["@@type"] == "GeoJsonLayer"
-    # the hexagon bases no longer exist: two bases at the busiest polygons instead
+    # the hexagon bases are now at the polygons holding their points, named after them
+    _, area = active_area(vrvm_home)
+    expected, _ = fleet.locate_bases(area, hexagon_bases)
     names = bases_shown(at)["name"].tolist()
-    assert len(names) == 2 and all(" · " in name for name in names)
+    assert names == expected["name"].tolist() and names
+    assert all(" · " in name for name in names)
+    assert at.multiselect(key=f"{KEY}_pick").value == names
     assert set(names) <= set(at.multiselect(key=f"{KEY}_pick").options)
     at.button(key=f"{KEY}_rank").click().run()
     no_exception(at)
     assert candidates_shown(at) is not None
+
+
+# ------------------------------------------------------------- no stale state (issue 31)
+
+
+def assert_fleet_describes_its_bases(
+    at: AppTest, home, before: pd.DataFrame | None = None, demand_file: bytes | None = None
+):
+    """The bases stand on the zones of the map drawn, under their current labels (the
+    bases ``before`` the change located on them as the services locate them); the box,
+    the numbers, the map's tips and the bases table are the services' answer for them,
+    with the demand file read on these zones. Returns the model, area, coverage and
+    demand, for the ranking."""
+    no_exception(at)
+    model, area = active_area(home)
+    bases = at.session_state[f"{KEY}_bases"]
+    if before is not None:
+        expected, _ = fleet.locate_bases(area, before)
+        pd.testing.assert_frame_equal(bases.reset_index(drop=True), expected)
+    assert set(bases["zone"]) <= set(area.zone_index)
+    labels = area.grid["label"].to_numpy()
+    assert bases["label"].tolist() == [labels[area.zone_index[z]] for z in bases["zone"]]
+    pick = at.multiselect(key=f"{KEY}_pick")
+    assert list(pick.options) == list(area.labels)
+    assert pick.value == bases.loc[bases["kind"] == "zone", "label"].tolist()
+    when = at.datetime_input(key=f"{KEY}_trip_when").value
+    departure = combine_departure(when.date(), when.time(), model.tz_)
+    threshold = at.number_input(key=f"{KEY}_trip_threshold").value
+    coverage = fleet.fleet_coverage(model, area, bases, departure, threshold)
+    weights = None
+    if demand_file is not None:
+        try:
+            weights = fleet_files.read_demand_csv(demand_file, area, source="demand.csv")
+        except ValueError:  # a point in no zone of this map: said, and not used
+            assert any("demand.csv" in e.value for e in at.error)
+    demand, source = fleet.zone_demand(area, weights)
+    assert any(source in c.value for c in at.caption)
+    summary = coverage.summary(demand)
+    numbers = metrics(at)
+    assert numbers["Bases"] == str(len(bases))
+    assert numbers[f"P(best base within {threshold:g} min)"] == f"{100 * summary['best']:.1f} %"
+    assert numbers[f"P(any base within {threshold:g} min)"] == f"{100 * summary['any']:.1f} %"
+    table = bases_shown(at)
+    assert table["name"].tolist() == bases["name"].tolist()
+    assert table["label"].tolist() == bases["label"].tolist()
+    _, tips, _ = fleet.fleet_map(coverage, "best")
+    zones = layers(at)["zones"]["data"]
+    zones = zones["features"] if isinstance(zones, dict) else zones  # polygons: GeoJSON
+    assert [z.get("properties", z)["tip"] for z in zones] == tips
+    return model, area, coverage, demand
+
+
+def assert_ranked_for_them(at: AppTest, model, area, coverage, demand) -> None:
+    """No ranking kept from other inputs; a new one is the services' for these."""
+    assert candidates_shown(at) is None
+    at.button(key=f"{KEY}_rank").click().run()
+    no_exception(at)
+    expected = fleet.rank_new_base(model, area, coverage, demand, top=10)
+    ranked = candidates_shown(at)
+    assert ranked["label"].tolist() == expected["label"].tolist()
+    np.testing.assert_allclose(ranked["any_after"], expected["any_after"], rtol=1e-9)
+
+
+def test_bases_and_answers_follow_zones_boundaries_and_versions(
+    vrvm_home,
+    kolkata_model,  # noqa: F811 (the fixture imported above)
+):
+    """Issue 31: after a boundary upload, a switch of the clickable zones or another
+    version, the bases kept their old zones' names and the box went blank."""
+    at = plan_fleet()
+    hexagons = area_of(vrvm_home)
+    districts = ZoneFile.from_geojson(json.loads(districts_geojson()), id_property="district")
+    in_district = districts.zone_index(hexagons.grid["lat"], hexagons.grid["lon"])
+    downtown = int(np.flatnonzero(in_district == list(districts.ids).index("D1"))[0])
+    outside = int(np.flatnonzero(in_district < 0)[0])
+    # two bases at points (not the zones' own), then one at a zone clicked on the map
+    text = "name,lat,lon\n" + "".join(
+        f"{name},{hexagons.grid['lat'][i] + 1e-5:.6f},{hexagons.grid['lon'][i]:.6f}\n"
+        for name, i in (("Central <b>station</b>", downtown), ("Edge", outside))
+    )
+    at.file_uploader(key=f"{KEY}_upload").upload("bases.csv", text.encode(), "text/csv").run()
+    free = next(  # in another district than the first base
+        i for i, d in enumerate(in_district) if d >= 0 and d != in_district[downtown]
+    )
+    at = click_zone(at, hexagons, free, key=f"{KEY}_map")
+    before = at.session_state[f"{KEY}_bases"]
+    assert before["kind"].tolist() == ["point", "point", "zone"]
+    # demand at the points of the busiest zones, read on each map's zones anew
+    busiest = [hexagons.zone_index[z] for z in places.busiest_zones(hexagons, 5)]
+    demand = "lat,lon,demand\n" + "".join(
+        f"{hexagons.grid['lat'][i]},{hexagons.grid['lon'][i]},{k + 1}\n"
+        for k, i in enumerate(busiest)
+    )
+    demand = demand.encode()
+    at.file_uploader(key=f"{KEY}_demand_upload").upload("demand.csv", demand, "text/csv").run()
+    found = assert_fleet_describes_its_bases(at, vrvm_home, demand_file=demand)
+    assert_ranked_for_them(at, *found)
+
+    # the boundaries rename the hexagons: the bases and the box use the new names
+    at.file_uploader(key="settings_boundary_upload").upload(
+        "districts.geojson", districts_geojson(), "application/geo+json"
+    ).run()
+    found = assert_fleet_describes_its_bases(at, vrvm_home, before, demand)
+    before = at.session_state[f"{KEY}_bases"]
+    assert " · " in before["label"][2] and at.multiselect(key=f"{KEY}_pick").value
+    assert_ranked_for_them(at, *found)
+
+    # the polygons become the clickable zones: the base no district holds is removed
+    at.selectbox(key="settings_zone_choice").set_value("districts").run()
+    assert_fleet_describes_its_bases(at, vrvm_home, before, demand)
+    assert at.session_state[f"{KEY}_bases"]["name"].tolist()[:1] == ["Central <b>station</b>"]
+    assert "Edge" not in at.session_state[f"{KEY}_bases"]["name"].tolist()
+    said = [shown(w.value) for w in at.warning]
+    assert "The base 'Edge' lies in no zone of this map: it was removed." in said, said
+    before = at.session_state[f"{KEY}_bases"]
+    at.run()  # said once
+    assert not any("was removed" in shown(w.value) for w in at.warning)
+
+    # another model version (its hexagons, its time zone), then back to the hexagons
+    publish(vrvm_home, kolkata_model)
+    at.run()
+    assert_fleet_describes_its_bases(at, vrvm_home, before, demand)
+    before = at.session_state[f"{KEY}_bases"]
+    at.selectbox(key="settings_zone_choice").set_value(HEXAGONS).run()
+    found = assert_fleet_describes_its_bases(at, vrvm_home, before, demand)
+    assert_ranked_for_them(at, *found)
+    before = at.session_state[f"{KEY}_bases"]
+    models.activate_version(vrvm_home, 1)
+    at.run()
+    assert_fleet_describes_its_bases(at, vrvm_home, before, demand)
+    assert candidates_shown(at) is None  # ranked with the other version

@@ -17,7 +17,7 @@ from shapely.geometry import box, mapping, shape
 pytest.importorskip("streamlit")
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from tests.app.test_pages import deck, metrics, no_exception, run_app
+from tests.app.test_pages import deck, metrics, no_exception, run_app, shown
 from vrvm.trips.home import add_zone_file
 from vrvm.trips.synthetic import synthetic_city_geojson
 
@@ -202,3 +202,82 @@ def test_a_kept_boundary_file_that_no_longer_builds_leaves_every_page_working(
             assert any("its properties take 100,0" in w.value for w in at.warning)
     # the Retrain page still offers the sign-in form
     assert "access_form" in {f.proto.form_id for f in at.get("text_input")}
+
+
+def _kept_under_looser_checks(home, name: str = "old", file_name: str = "old.geojson") -> None:
+    """A boundary file kept as an older version kept it (a 100,000-character property,
+    beyond today's checks), shown on the map but not the clickable zones."""
+    from vrvm.trips.home import set_map_zone_file
+    from vrvm.trips.zone_files import ZoneFileLimits
+
+    document = json.loads(districts_geojson())
+    document["features"][1]["properties"]["note"] = "x" * 100_000
+    older = ZoneFileLimits(max_property_bytes=10**9)
+    data = json.dumps(document).encode()
+    add_zone_file(home, name, data, file_name=file_name, id_property="district", limits=older)
+    set_map_zone_file(home, name)
+
+
+def test_the_sidebar_says_why_a_kept_boundary_file_can_no_longer_be_used(vrvm_home):
+    """Issue 32 follow-up: the sidebar said only "can no longer be read"; now the
+    refusal's message, as plain text (the file name is the uploader's), to analysts and
+    viewers. The uploader refuses a file beyond the boundary size limit in the browser."""
+    from vrvm.services import boundaries as boundaries_svc
+
+    _kept_under_looser_checks(vrvm_home, file_name="<b>old</b>_*zones*.geojson")
+    at = run_app(t="2024-03-05T08:15")
+    no_exception(at)
+    uploader = at.sidebar.get("file_uploader")[0]
+    assert uploader.proto.max_upload_size_mb == boundaries_svc.MAX_BOUNDARY_BYTES // 2**20
+    said = [e.value for e in at.sidebar.error]
+    assert len(said) == 1, said
+    assert shown(said[0]).startswith(
+        "The boundary file <b>old</b>_*zones*.geojson can no longer be used, so the map is "
+        "drawn without it: <b>old</b>_*zones*.geojson: features[1]: its properties take 100,0"
+    ), said[0]
+    assert "<b>" not in said[0] and r"\<b\>old\</b\>\_\*zones\*" in said[0]  # plain text
+    assert at.get("deck_gl_json_chart")  # the page draws its map
+
+
+def test_a_viewer_is_told_why_too(vrvm_home, monkeypatch):
+    monkeypatch.setenv("VRVM_ANALYST_PASSPHRASE", "correct horse battery staple")
+    _kept_under_looser_checks(vrvm_home)
+    at = run_app(t="2024-03-05T08:15")
+    no_exception(at)
+    assert not at.sidebar.get("file_uploader")  # a viewer uploads no boundaries
+    assert any(
+        "can no longer be used" in e.value and "its properties take 100,0" in e.value
+        for e in at.sidebar.error
+    )
+
+
+def test_a_boundary_file_the_map_sets_aside_is_said_on_every_page(vrvm_home, monkeypatch):
+    """``ServiceArea.boundary_problem`` (the file read, but the map could not be built
+    with it) is said once, as a warning, on every page, as plain text."""
+    from tests.app.test_pages import RETRAIN
+    from vrvm.services import area as area_svc
+    from vrvm.trips.home import set_map_zone_file
+
+    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    set_map_zone_file(vrvm_home, "districts")
+
+    drawn_boundaries = area_svc.drawn_boundaries
+
+    def fails(boundaries):  # what a file the map cannot build raises (issue 32)
+        if (boundaries or {}).get("features"):
+            raise ValueError("districts.geojson: features[3]: <img src=x onerror=alert(1)> *zone*")
+        return drawn_boundaries(boundaries)  # the map without the file
+
+    monkeypatch.setattr(area_svc, "drawn_boundaries", fails)
+    expected = (
+        "The boundary file is not drawn and names no zone: districts.geojson: features[3]: "
+        "<img src=x onerror=alert(1)> *zone*"
+    )
+    at = run_app(t="2024-03-05T08:15")
+    for page in (None, "pages/1_Relevance_vectors.py", "pages/3_Plan.py", RETRAIN):
+        if page is not None:
+            at.switch_page(page).run()
+        no_exception(at)
+        said = [w.value for w in at.warning if "not drawn" in w.value]
+        assert [shown(w) for w in said] == [expected], (page, said)
+        assert r"\<img src=x onerror=alert(1)\> \*zone\*" in said[0]  # plain text

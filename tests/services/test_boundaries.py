@@ -264,3 +264,39 @@ def test_a_boundary_file_that_fails_later_is_set_aside_not_the_map(
         f["properties"].get("name", "").startswith("N") for f in area.boundaries["features"]
     )
     assert len(area.grid) > 100 and "set aside" in caplog.text
+
+
+def test_boundary_files_hold_at_most_500000_vertices(tmp_path, shared_data, monkeypatch):
+    """Issue 32 follow-up: boundary files took up to the zone files' 2,000,000 vertices,
+    and a polygon of a million took 13.7 s and 830 MB to keep. The real cities' files are
+    far below the cap; a kept file over it (kept by an older version) is refused when the
+    map reads it, on the bytes."""
+    from vrvm.trips.home import add_zone_file, set_map_zone_file
+    from vrvm.trips.zone_files import ZoneFileLimits
+
+    assert svc.BOUNDARY_LIMITS.max_vertices == svc.MAX_BOUNDARY_VERTICES == 500_000
+    for name, vertices in (("nyc_taxi_zones", 98_192), ("chicago_community_areas", 52_641)):
+        data = shared_data(f"{name}.geojson").read_bytes()
+        entry = svc.save_boundaries(tmp_path / name, data, f"{name}.geojson")
+        zones = svc.boundary_zones(svc.load_boundaries(tmp_path / name, entry.name))
+        assert int(shapely.get_num_coordinates(zones.geometries).sum()) == vertices
+    # a polygon of 201 vertices kept under the zone files' caps, then read within a cap
+    # of 150: refused on the bytes, before parsing
+    t = np.linspace(0.0, 2.0 * np.pi, 200, endpoint=False)
+    ring = [[-30.2 + 0.05 * np.cos(a), -40.1 + 0.05 * np.sin(a)] for a in t]
+    circle = {"type": "Polygon", "coordinates": [[*ring, ring[0]]]}
+    data = json.dumps(_document({"type": "Feature", "properties": {}, "geometry": circle}))
+    home = tmp_path / "home"
+    add_zone_file(home, "old", data.encode(), file_name="old.geojson", ids_from_order=True)
+    set_map_zone_file(home, "old")
+    monkeypatch.setattr(svc, "BOUNDARY_LIMITS", ZoneFileLimits(max_vertices=150))
+    with pytest.raises(
+        ValueError,
+        match=r"^old.geojson: about 201 vertices \(coordinate arrays\), more than the 150",
+    ):
+        svc.load_boundaries(home, "old")
+    # within the count on the bytes (which spares one bbox per object), refused on the
+    # parsed coordinates, naming the feature that crosses the cap
+    monkeypatch.setattr(svc, "BOUNDARY_LIMITS", ZoneFileLimits(max_vertices=199))
+    with pytest.raises(ValueError, match=r"^old.geojson: features\[0\]: more than 199 vertices"):
+        svc.load_boundaries(home, "old")

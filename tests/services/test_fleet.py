@@ -590,3 +590,52 @@ def test_polygon_zones(tiny_home, tiny_model, tiny_area):
         == area.grid["geometry"][area.zone_index[ranking["zone"][0]]]
     )
     assert fleet.demand_weighted(cov.grid["p_any"], demand) <= ranking["any_after"][0]
+
+
+def test_bases_follow_the_maps_zones(tiny_home, tiny_model, tiny_area):
+    """Issue 31: bases placed on one map are located on another as the Predict page
+    locates its places: renamed, moved into the polygon holding them, or removed."""
+    from tests.app.test_zone_polygons import districts_geojson
+    from vrvm.trips.home import load_training_trips
+    from vrvm.trips.zone_files import ZoneFile
+
+    hexagons = tiny_area
+    districts = ZoneFile.from_geojson(json.loads(districts_geojson()), id_property="district")
+    holder = districts.zone_index(hexagons.grid["lat"], hexagons.grid["lon"])
+    inside = np.flatnonzero(holder >= 0)
+    outside = int(np.flatnonzero(holder < 0)[0])
+    same = next(i for i in inside[1:] if holder[i] == holder[inside[0]])  # one district
+    zones = hexagons.grid["zone"].to_numpy()
+    at_zones = fleet.bases_from_zones(hexagons, [zones[inside[0]], zones[same]])
+    at_points = fleet.bases_at_points(
+        hexagons,
+        ["<b>Depot</b>", "Edge"],
+        hexagons.grid["lat"].to_numpy()[[inside[0], outside]] + 1e-5,
+        hexagons.grid["lon"].to_numpy()[[inside[0], outside]],
+    )
+    bases = fleet.combine_bases(at_zones, at_points)
+    # the same zones: the same bases, the same object
+    assert fleet.locate_bases(hexagons, bases) == (bases, None)
+    # the boundaries rename the zones: the zone bases take the new names
+    trips = load_training_trips(tiny_home, tiny_model)
+    named = build_service_area(tiny_model, trips=trips, boundaries=json.loads(districts_geojson()))
+    renamed, notice = fleet.locate_bases(named, bases)
+    assert notice is None and renamed["zone"].tolist() == bases["zone"].tolist()
+    labels = named.grid.set_index("zone")["label"]
+    assert renamed["label"].tolist() == labels[bases["zone"]].tolist()
+    assert renamed["name"].tolist()[:2] == renamed["label"].tolist()[:2]
+    assert renamed["name"].tolist()[2:] == ["<b>Depot</b>", "Edge"]
+    # the districts become the zones: the two zone bases fall in one district (one
+    # stays), the depot keeps its point and name, the edge is in no district
+    polygons = build_service_area(tiny_model, trips=trips, zones=districts)
+    moved, notice = fleet.locate_bases(polygons, bases)
+    district = str(districts.ids[holder[inside[0]]])
+    assert moved["zone"].tolist() == [district, district]
+    assert moved["kind"].tolist() == ["zone", "point"]
+    assert moved["name"].tolist() == [moved["label"][0], "<b>Depot</b>"]
+    assert (moved["lat"][1], moved["lon"][1]) == (bases["lat"][2], bases["lon"][2])
+    assert notice == (
+        "The base 'Edge' lies in no zone of this map; the base "
+        f"{bases['name'][1]!r} stands in the zone of another base: they were removed."
+    )
+    fleet.fleet_coverage(tiny_model, polygons, moved, "2024-03-05 08:15", 15.0)  # usable

@@ -11,10 +11,11 @@ problem; nothing is kept then. No other exception (TypeError, KeyError, Recursio
 MemoryError, ...) may escape any of these functions, on the checked file or on whatever
 ``parse_geojson`` alone lets through.
 
-The large cases (a polygon of a million vertices, two million vertices, a hundred
-thousand features, a bomb of empty arrays) are generated in memory and bound the peak
-of the Python allocations made while the upload is handled (``tracemalloc``; the
-upload's own bytes, made before, are not counted). numpy's buffers are traced too;
+The large cases (a polygon of half a million vertices, the boundary files' cap; a
+million and two million vertices, refused on the bytes; a hundred thousand features, a
+bomb of empty arrays) are generated in memory and bound the peak of the Python
+allocations made while the upload is handled (``tracemalloc``; the upload's own bytes,
+made before, are not counted). numpy's buffers are traced too;
 GEOS's own C++ allocations are not (``benchmarks/bench_geojson.py`` measures the
 resident size of a child process as well).
 """
@@ -107,14 +108,34 @@ def collection_text(features: list[str]) -> bytes:
 
 
 @cache
+def half_million_vertex_polygon() -> bytes:
+    """One valid polygon of 500,000 vertices (12 MB): the most a boundary file holds."""
+    return collection_text([circle_feature_text(499_999, "Big")])
+
+
+@cache
 def million_vertex_polygon() -> bytes:
     """One valid polygon of 1,000,000 vertices (25 MB)."""
     return collection_text([circle_feature_text(999_999, "Big")])
 
 
 @cache
+def just_over_the_vertex_cap() -> bytes:
+    """Two polygons of 250,001 vertices, each feature with a ``bbox``: within what the
+    count on the bytes allows (it spares one ``bbox`` per object), refused by the exact
+    count on the parsed coordinates, which names the second polygon."""
+    features = [
+        circle_feature_text(250_000, name, lon=LON0 + dx).replace(
+            '"geometry":', '"bbox":[0,0,1,1],"geometry":'
+        )
+        for name, dx in (("West", -1.2), ("East", 1.2))
+    ]
+    return collection_text(features)
+
+
+@cache
 def two_million_vertices() -> bytes:
-    """Two polygons of 1,000,001 vertices each: the second crosses the 2,000,000 cap."""
+    """Two polygons of 1,000,001 vertices each."""
     return collection_text(
         [
             circle_feature_text(1_000_000, "West", lon=LON0 - 1.2),
@@ -514,15 +535,25 @@ CORPUS: dict[str, Case] = {
         Kept(1, brackets_in_strings),
     ),
     # -- size and memory
+    "a polygon of 500,000 vertices (the cap)": Case(
+        half_million_vertex_polygon,
+        Kept(1, names_are("Big")),
+        max_peak_mb=200,  # measured 104 MB
+    ),
     "a polygon of 1,000,000 vertices": Case(
         million_vertex_polygon,
-        Kept(1, names_are("Big")),
-        max_peak_mb=300,  # measured 185 MB
+        Refused(r"about 1,000,000 vertices \(coordinate arrays\), more than the 500,000 read"),
+        max_peak_mb=100,  # measured 33 MB: refused on the bytes, never parsed
     ),
     "2,000,002 vertices in two polygons": Case(
         two_million_vertices,
-        Refused(r"more than 2,000,000 vertices in all; simplify the polygons", 1),
-        max_peak_mb=500,  # measured 337 MB
+        Refused(r"about 2,000,002 vertices \(coordinate arrays\), more than the 500,000 read"),
+        max_peak_mb=100,  # measured 48 MB: refused on the bytes, never parsed
+    ),
+    "500,002 vertices counted on the parsed coordinates": Case(
+        just_over_the_vertex_cap,
+        Refused(r"more than 500,000 vertices in all; simplify the polygons", 1),
+        max_peak_mb=200,  # measured 84 MB
     ),
     "15 million empty arrays": Case(
         empty_array_bomb,

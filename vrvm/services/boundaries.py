@@ -46,6 +46,7 @@ __all__ = [
     "BOUNDARY_LIMITS",
     "MAX_BOUNDARY_BYTES",
     "MAX_BOUNDARY_FEATURES",
+    "MAX_BOUNDARY_VERTICES",
     "boundary_file_name",
     "boundary_layers",
     "boundary_limits",
@@ -67,7 +68,16 @@ MAX_BOUNDARY_FEATURES = 20_000
 """Features of a boundary file: every page draws them all (each simplified for the map)
 and names its zones after them, so the whole file must build in seconds; a city's
 census tracts are a few thousand."""
-BOUNDARY_LIMITS = ZoneFileLimits(max_bytes=MAX_BOUNDARY_BYTES, max_features=MAX_BOUNDARY_FEATURES)
+MAX_BOUNDARY_VERTICES = 500_000
+"""Vertices of a boundary file, over all its features: the NYC taxi zones have 98,192
+(7,814 in the largest zone), Chicago's 77 community areas 52,641. Counted on the
+uploaded bytes before they are parsed, so a polygon of a million vertices is refused
+at once (it took 13.7 s and 830 MB to build under the zone files' 2,000,000)."""
+BOUNDARY_LIMITS = ZoneFileLimits(
+    max_bytes=MAX_BOUNDARY_BYTES,
+    max_features=MAX_BOUNDARY_FEATURES,
+    max_vertices=MAX_BOUNDARY_VERTICES,
+)
 """What a boundary file may hold, checked when it is saved and again each time the map
 reads it (:func:`load_boundaries`): the map builds exactly what was checked."""
 

@@ -60,7 +60,7 @@ import pandas as pd
 from vrvm.services.area import ServiceArea
 from vrvm.services.colours import DEST_RGB, ORIGIN_RGB, rgba
 from vrvm.services.coverage import coverage_colors
-from vrvm.services.places import place_from_latlon, place_from_zone
+from vrvm.services.places import Place, locate, place_from_latlon, place_from_zone
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.model import TravelTimeModel
 
@@ -79,6 +79,7 @@ __all__ = [
     "demand_weighted",
     "fleet_coverage",
     "fleet_map",
+    "locate_bases",
     "rank_new_base",
     "toggle_zone_base",
     "zone_demand",
@@ -242,6 +243,91 @@ def toggle_zone_base(area: ServiceArea, bases: pd.DataFrame, zone: str) -> pd.Da
     if inside.any():
         return bases.loc[~inside].reset_index(drop=True)
     return combine_bases(bases, bases_from_zones(area, [zone]))
+
+
+def locate_bases(area: ServiceArea, bases: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """The same bases on ``area``'s zones, and a sentence naming those removed (or None).
+
+    The Plan page calls it on every run, so that its bases, their coverage and the
+    ranking always stand on the map it draws, whatever changed since they were placed
+    (the zone file, the boundaries naming the zones, the model and so its hexagons).
+    Each base is located as the Predict page locates its origin and destination
+    (:func:`vrvm.services.places.locate`): a base at a zone still on the map keeps it,
+    under its current label (and name); a base at a zone no longer on it moves to the
+    zone holding its point, named after that zone; a base at typed or uploaded
+    coordinates keeps its point and name, in the zone now holding it. A base that no
+    zone holds is removed, and so is a second base at a zone's point when two zones
+    became one (a zone holds one such base, as a click toggles it). ``bases`` itself
+    is returned when nothing changed.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from vrvm.services.area import ServiceArea, ViewState
+    >>> grid = pd.DataFrame({"zone": ["a", "b"], "label": ["Zone 1", "Zone 2"],
+    ...                      "lat": [0.0, 0.1], "lon": [0.0, 0.0]})
+    >>> bases = bases_from_zones(ServiceArea(grid, 8, (0, 0, 0.1, 0), ViewState(0, 0, 10)),
+    ...                          ["a", "b"])
+    >>> renamed = grid.assign(label=["North", "South"]).iloc[:1]
+    >>> moved, notice = locate_bases(ServiceArea(renamed, 8, (0, 0, 0, 0), ViewState(0, 0, 10)),
+    ...                              bases)
+    >>> moved["name"].tolist(), moved["label"].tolist()
+    (['North'], ['North'])
+    >>> notice
+    "The base 'Zone 2' lies in no zone of this map: it was removed."
+    """
+    rows, nowhere, shared, zones = [], [], [], set()
+    for base in bases.itertuples(index=False):
+        place = locate(area, Place(base.lat, base.lon, base.zone, base.label, kind=base.kind))
+        if place is None:
+            nowhere.append(str(base.name))
+            continue
+        if base.kind == "zone" and place.zone in zones:
+            shared.append(str(base.name))
+            continue
+        label = str(area.grid["label"].iloc[area.zone_index[place.zone]])
+        row = {"name": base.name, "lat": base.lat, "lon": base.lon, "label": label}
+        if base.kind == "zone":  # at the zone's point, named after it
+            zones.add(place.zone)
+            row.update(name=label, lat=place.lat, lon=place.lon)
+        rows.append({**row, "zone": place.zone, "kind": base.kind})
+    located = _frame(rows)
+    taken = located["name"].duplicated()  # a zone's new label, already a base's name
+    shared += located.loc[taken, "name"].astype(str).tolist()
+    located = located.loc[~taken].reset_index(drop=True)
+    if not (nowhere or shared) and located.equals(bases.reset_index(drop=True)):
+        return bases, None
+    return located, _removed_sentence(nowhere, shared)
+
+
+def _removed_sentence(nowhere: list[str], shared: list[str]) -> str | None:
+    """Which bases :func:`locate_bases` removed, and why, as a sentence.
+
+    Examples
+    --------
+    >>> print(_removed_sentence(["A", "B"], ["C"]))  # doctest: +NORMALIZE_WHITESPACE
+    The bases 'A' and 'B' lie in no zone of this map; the base 'C' stands in the zone of
+    another base: they were removed.
+    """
+
+    def named(names: list[str]) -> str:
+        if len(names) == 1:
+            return f"the base {names[0]!r}"
+        return "the bases " + ", ".join(map(repr, names[:-1])) + f" and {names[-1]!r}"
+
+    parts = []
+    if nowhere:
+        parts.append(
+            f"{named(nowhere)} {'lies' if len(nowhere) == 1 else 'lie'} in no zone of this map"
+        )
+    if shared:
+        verb = "stands" if len(shared) == 1 else "stand"
+        parts.append(f"{named(shared)} {verb} in the zone of another base")
+    if not parts:
+        return None
+    sentence = "; ".join(parts)
+    it = "it was" if len(nowhere) + len(shared) == 1 else "they were"
+    return f"{sentence[0].upper()}{sentence[1:]}: {it} removed."
 
 
 def default_bases(area: ServiceArea, n: int = 2) -> pd.DataFrame:

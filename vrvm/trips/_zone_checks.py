@@ -92,8 +92,10 @@ class ZoneFileLimits:
     max_features : int
         Most features (zones) in a file.
     max_vertices : int
-        Most vertices over all features (the NYC taxi zones have 98,192), counted as the
-        geometries are built; the feature that crosses it is named.
+        Most vertices over all features (the NYC taxi zones have 98,192), counted on the
+        raw bytes before parsing (:func:`check_json_cost`: a file far over it is never
+        parsed) and exactly on the parsed coordinates before the geometries are built
+        (the feature that crosses it is named).
     max_depth : int
         Deepest nesting of JSON arrays and objects, checked on the raw bytes before
         parsing (a GeoJSON MultiPolygon needs 8 levels; property values may add some).
@@ -281,13 +283,29 @@ def tally_json(data: bytes) -> JsonTally:
 
 
 def check_json_cost(label: str, data: bytes, limits: ZoneFileLimits) -> JsonTally:
-    """Refuse JSON bytes nested too deeply or too costly to parse, before parsing them."""
+    """Refuse JSON bytes nested too deeply, holding too many vertices or too costly to
+    parse, before parsing them.
+
+    The vertices are counted on the bytes as the arrays whose first item is a number
+    (:attr:`JsonTally.pairs`): every GeoJSON position, and the odd ``bbox`` (at most one
+    per object). Only a count that exceeds ``limits.max_vertices`` even without one
+    ``bbox`` per object is refused here (parsing a polygon of a million vertices would
+    take seconds and hundreds of MB); the exact count, made on the parsed coordinates
+    before any geometry is built, refuses the rest and names the feature.
+    """
     tally = tally_json(data)
     if tally.depth > limits.max_depth:
         raise ZoneFileError(
             label,
             f"not a GeoJSON file: JSON nested too deeply ({tally.depth:,} levels; at most "
             f"{limits.max_depth} are read)",
+        )
+    if tally.pairs - tally.objects > limits.max_vertices:
+        raise ZoneFileError(
+            label,
+            f"about {tally.pairs:,} vertices (coordinate arrays), more than the "
+            f"{limits.max_vertices:,} read; simplify the polygons (for example with "
+            "mapshaper) and upload them again",
         )
     if tally.parse_bytes > limits.max_parse_bytes:
         if tally.pairs > limits.max_vertices:
