@@ -14,7 +14,7 @@ is kept: model directories, the model store, the trip store and the data home. I
 from vrvm.trips._errors import StorageError, StoreBusyError
 from vrvm.trips.cleaning import CLEANING_REASONS, CleaningConfig, CleaningReport, clean_trips
 from vrvm.trips.features import TripFeaturizer, raw_distance_km
-from vrvm.trips.formats import TimeFormatError
+from vrvm.trips.formats import FormatMismatchError, TimeFormatError
 from vrvm.trips.geo import EARTH_RADIUS_KM, LocalProjection, haversine_km
 from vrvm.trips.layouts import ROLES, SCHEMAS, UnknownLayoutError, detect_schema
 from vrvm.trips.model import TravelTimeModel
@@ -27,11 +27,18 @@ from vrvm.trips.model_dir import (
     save_model_dir,
 )
 from vrvm.trips.model_store import ModelStore, StoreConflictError, VersionInfo
-from vrvm.trips.reader import TripFileError, ZonesNeededError, read_layout, read_trips
+from vrvm.trips.reader import (
+    TripFileError,
+    ZonesNeededError,
+    propose_options,
+    read_layout,
+    read_trips,
+)
 from vrvm.trips.recipes import ReadOptions, RecipeBook
 from vrvm.trips.split import split_holdout
 from vrvm.trips.synthetic import synthetic_city, synthetic_city_geojson
 from vrvm.trips.table import CANONICAL_COLUMNS, trip_ids, trips_sha256
+from vrvm.trips.timezones import ZoneUnknownError
 from vrvm.trips.trip_store import TripStore
 from vrvm.trips.zone_files import ZoneFile, ZoneFileError
 from vrvm.trips.zones import (
@@ -51,6 +58,7 @@ __all__ = [
     "SCHEMAS",
     "CleaningConfig",
     "CleaningReport",
+    "FormatMismatchError",
     "LocalProjection",
     "ModelFormatError",
     "ModelManifest",
@@ -69,6 +77,7 @@ __all__ = [
     "VersionInfo",
     "ZoneFile",
     "ZoneFileError",
+    "ZoneUnknownError",
     "ZonesNeededError",
     "choose_h3_resolution",
     "clean_trips",
@@ -76,6 +85,7 @@ __all__ = [
     "haversine_km",
     "latlng_to_zone",
     "load_model_dir",
+    "propose_options",
     "raw_distance_km",
     "read_layout",
     "read_model_manifest",

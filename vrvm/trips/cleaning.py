@@ -8,22 +8,39 @@ checks below that it fails, in this order (thresholds from :class:`CleaningConfi
 1. ``unparseable_time`` -- start time empty or not a recognisable time, or a drop-off
    time that is present but not recognisable (with split roles: a date, clock, hour,
    minute or weekday that is empty or unreadable);
-2. ``unknown_zone`` -- a zone id (``origin_zone`` / ``dest_zone``) that the zone file
+2. ``out_of_range_time`` -- a start time before
+   :data:`~vrvm.trips.time_range.EARLIEST_DEPARTURE` (1970-01-01 UTC) or after
+   :data:`~vrvm.trips.time_range.LATEST_DEPARTURE` (2100-01-01 UTC): a typo or a number
+   read as a date, never a trip to learn from;
+3. ``unknown_zone`` -- a zone id (``origin_zone`` / ``dest_zone``) that the zone file
    does not hold;
-3. ``missing_coordinates`` -- a coordinate is empty or not a number;
-4. ``invalid_coordinates`` -- latitude outside [-90, 90] or longitude outside
+4. ``missing_coordinates`` -- a coordinate is empty or not a number;
+5. ``invalid_coordinates`` -- latitude outside [-90, 90] or longitude outside
    [-180, 180], a point at exactly (0, 0) (a common "no GPS fix" placeholder), a point
    outside ``bbox``, or farther than ``max_radius_km`` from the median point of the
    rows that passed the previous checks;
-5. ``missing_duration`` -- travel time (or the drop-off time it is computed from)
+6. ``missing_duration`` -- travel time (or the drop-off time it is computed from)
    empty or not a number;
-6. ``non_positive_duration`` -- travel time <= 0 s;
-7. ``too_short`` -- travel time below ``min_duration_s``;
-8. ``too_long`` -- travel time above ``max_duration_s``;
-9. ``too_fast`` -- straight-line (haversine) distance / travel time above
+7. ``non_positive_duration`` -- travel time <= 0 s;
+8. ``too_short`` -- travel time below ``min_duration_s``;
+9. ``too_long`` -- travel time above ``max_duration_s``;
+10. ``too_fast`` -- straight-line (haversine) distance / travel time above
    ``max_speed_kmh``;
-10. ``duplicate`` -- identical in every canonical column to an earlier kept row (the
-   first occurrence is kept).
+11. ``duplicate`` -- identical in every canonical column to an earlier kept row (the
+    first occurrence is kept).
+
+Formats that do not fit
+-----------------------
+Before any row is kept, the formats are checked (:func:`~vrvm.trips.parsing.check_formats`):
+a date, clock or weekday format (stated or detected) that leaves more than 1 % of its
+column's values unreadable, or a stated day-first (month-first) order that the values
+contradict, raises :class:`~vrvm.trips.formats.FormatMismatchError` instead of dropping
+those rows: the rows that happened to read would be read wrongly too. So does a
+travel-time column whose unit gives implausible speeds for most trips (a median
+straight-line speed above 150 km/h or below 1 km/h) where the other unit (seconds,
+minutes) gives plausible ones. Files of queries (``require_travel_time=False``), which
+are answered row by row, are refused only for a format shown wrong (another format
+reads the failing values, or the values contradict the stated order).
 
 Queries: trips without a travel time
 ------------------------------------
@@ -62,16 +79,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from vrvm.trips.formats import FormatMismatchError
 from vrvm.trips.geo import haversine_km
 from vrvm.trips.layouts import Layout, quote_columns
-from vrvm.trips.parsing import Parsed, parse_columns
+from vrvm.trips.parsing import Parsed, check_formats, parse_columns
 from vrvm.trips.table import CANONICAL_COLUMNS
+from vrvm.trips.time_range import EARLIEST_DEPARTURE, LATEST_DEPARTURE, in_departure_range
 from vrvm.trips.timezones import check_zone, zone_name
 
 __all__ = [
     "CLEANING_REASONS",
     "CleaningConfig",
     "CleaningReport",
+    "check_duration_unit",
     "clean_parsed",
     "clean_trips",
     "combine_reports",
@@ -79,6 +99,7 @@ __all__ = [
 
 CLEANING_REASONS: tuple[str, ...] = (
     "unparseable_time",
+    "out_of_range_time",
     "unknown_zone",
     "missing_coordinates",
     "invalid_coordinates",
@@ -222,6 +243,8 @@ def _describe(reason: str, config: CleaningConfig) -> str:
         return "a point " + ", ".join(parts[:-1]) + " or " + parts[-1]
     texts = {
         "unparseable_time": "start time empty or not readable, or drop-off time not readable",
+        "out_of_range_time": f"start time before {EARLIEST_DEPARTURE:%Y-%m-%d} or after "
+        f"{LATEST_DEPARTURE:%Y-%m-%d} (UTC)",
         "unknown_zone": "a zone id that the zone file does not hold",
         "missing_coordinates": "a coordinate is empty or not a number",
         "missing_duration": "travel time (or the drop-off time) empty or not a number",
@@ -441,6 +464,9 @@ def clean_parsed(
     row_numbers: bool = False,
 ) -> tuple[pd.DataFrame, CleaningReport]:
     n = len(rows)
+    # A format that does not fit is refused, not dropped; queries only when shown wrong.
+    check_formats(parsed, rows, source, strict=require_duration)
+    check_duration_unit(parsed, source)
     code = {reason: i + 1 for i, reason in enumerate(CLEANING_REASONS)}
     reason = np.zeros(n, dtype=np.int8)  # 0 = kept, k = k-th reason
 
@@ -453,6 +479,7 @@ def clean_parsed(
     duration = parsed.duration
 
     fail(parsed.time_failed, "unparseable_time")
+    fail(~in_departure_range(parsed.start_utc), "out_of_range_time")
     if parsed.zone_failed is not None:
         fail(parsed.zone_failed, "unknown_zone")
     fail(np.isnan(olat) | np.isnan(olon) | np.isnan(dlat) | np.isnan(dlon), "missing_coordinates")
@@ -527,6 +554,56 @@ def clean_parsed(
         dropped_rows=dropped_rows,
     )
     return kept, report
+
+
+_PLAUSIBLE_KMH = (1.0, 150.0)  # median straight-line speeds of trips in a city
+_UNIT_SAMPLE = 100_000  # rows, evenly spread, the median speed is taken over
+_MIN_UNIT_TRIPS = 50  # trips with a distance the unit is judged on (fewer: a sample too small)
+_UNIT_WORDS = {"travel_time_s": ("seconds", "minutes"), "travel_time_min": ("minutes", "seconds")}
+
+
+def check_duration_unit(parsed: Parsed, source: str) -> None:
+    """Refuse a travel-time column whose unit makes most trips implausibly fast or slow
+    (median straight-line speed outside 1-150 km/h) when the other unit does not.
+
+    Judged on the trips with readable, distinct points and a positive travel time (at
+    least 50, of up to 100,000 rows evenly spread over the file); a factor of 60
+    separates the readings, so both can rarely be plausible.
+    """
+    if parsed.checks.duration is None:
+        return
+    role, column = parsed.checks.duration
+    c = parsed.coords
+    n = len(parsed.duration)
+    # A median needs no more than an even sample of rows: memory stays small for 1e7.
+    at = np.unique(np.linspace(0, max(n - 1, 0), min(n, _UNIT_SAMPLE)).astype(np.int64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        km = haversine_km(*(c[k][at] for k in ("origin_lat", "origin_lon", "dest_lat", "dest_lon")))
+        hours = parsed.duration[at] / 3600.0
+        ok = np.isfinite(km) & (km > 0) & np.isfinite(hours) & (hours > 0)
+    if ok.sum() < _MIN_UNIT_TRIPS:
+        return
+    speed = float(np.median(km[ok] / hours[ok]))
+    low, high = _PLAUSIBLE_KMH
+    # Minutes are 60 seconds: read in the other unit, every travel time is 60 times
+    # longer (seconds -> minutes) or shorter, and every speed 60 times lower or higher.
+    other_speed = speed / 60.0 if role == "travel_time_s" else speed * 60.0
+    if low <= speed <= high or not low <= other_speed <= high:
+        return
+    unit, other = _UNIT_WORDS[role]
+    other_role = "travel_time_min" if role == "travel_time_s" else "travel_time_s"
+    raise FormatMismatchError(
+        f"{source}: column {column!r} read as {unit} ({role}) makes the median trip "
+        f"{speed:,.1f} km/h in a straight line, over {int(ok.sum()):,} trips; read as "
+        f"{other} it is {other_speed:,.1f} km/h: map it as {other_role} "
+        f"(--map {other_role}={column}). Nothing was read.",
+        source=source,
+        column=column,
+        option="unit",
+        used=unit,
+        choices=[other],
+        share=1.0,
+    )
 
 
 def _kept_frame(columns: dict[str, np.ndarray], keep: np.ndarray, zone: str) -> pd.DataFrame:

@@ -34,6 +34,16 @@ Weekdays (``weekday_format``)
 read without being told; numbers need their numbering stated, because files differ
 and a wrong guess shifts every weekend by a day.
 
+Formats that do not fit
+-----------------------
+A format that reads a column only in part is worse than none: the rows that read may be
+read wrongly (month-first on day-first dates swaps day and month wherever the day is at
+most 12). Formats are therefore checked after a read
+(:func:`vrvm.trips.parsing.check_formats`): more than :data:`UNREADABLE_SHARE` of a
+column unreadable, or a stated day-first (month-first) order that some values
+contradict, raises :class:`FormatMismatchError` naming the failing rows and the formats
+that read them.
+
 Every reader factorises its column first (a date or clock column holds few distinct
 values), so the work grows with the distinct values, not the rows.
 """
@@ -50,7 +60,9 @@ import pandas as pd
 __all__ = [
     "CLOCK_FORMATS",
     "DATE_FORMATS",
+    "UNREADABLE_SHARE",
     "WEEKDAY_FORMATS",
+    "FormatMismatchError",
     "TimeFormatError",
     "TimeFormats",
     "check_clock_format",
@@ -124,6 +136,72 @@ class TimeFormatError(ValueError):
         self.column = column
         self.option = option
         self.choices = list(choices)
+
+
+UNREADABLE_SHARE = 0.01
+"""Largest share of a time column's values that its format may leave unreadable (1 %);
+above it (and with more than one such value) the read is refused
+(:class:`FormatMismatchError`), never trained on."""
+
+
+class FormatMismatchError(ValueError):
+    """A format (stated or detected) that does not fit its column: the read is refused.
+
+    Raised when a date, clock or weekday format leaves more than
+    :data:`UNREADABLE_SHARE` of a column's values unreadable, when the values show that
+    a stated day-first or month-first order is the wrong one, or when a travel-time
+    column read in seconds (minutes) gives implausible speeds that the other unit does
+    not. Nothing of the file is kept: training on the rows that happened to read would
+    be a silent wrong answer (a month-first reading of day-first dates keeps the days
+    up to 12, with day and month swapped).
+
+    Attributes
+    ----------
+    source : str
+        The file.
+    column : str
+        The column of the file.
+    option : str
+        What settles it: ``"date_format"``, ``"clock_format"``, ``"weekday_format"``
+        (``--date-format`` ... in the CLI) or ``"unit"`` (map the column to
+        ``travel_time_s`` or ``travel_time_min``).
+    used : str
+        The format (or unit) that was used.
+    choices : list of str
+        The values of ``option`` that read the failing values (may be empty).
+    rows : list of int
+        Up to five failing rows (row numbers as the cleaning report gives them).
+    values : list of str
+        Their values, as in the file.
+    share : float
+        The share of the column's values that failed (0 to 1).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str,
+        column: str,
+        option: str,
+        used: str,
+        choices: Sequence[str] = (),
+        rows: Sequence[int] = (),
+        values: Sequence[str] = (),
+        share: float = float("nan"),
+    ):
+        super().__init__(message)
+        self.source, self.column, self.option, self.used = source, column, option, used
+        self.choices, self.rows, self.values = list(choices), list(rows), list(values)
+        self.share = share
+
+    def __reduce__(self):  # picklable across processes despite the keyword arguments
+        fields = ("source", "column", "option", "used", "choices", "rows", "values", "share")
+        return (_rebuild_mismatch, (str(self), {name: getattr(self, name) for name in fields}))
+
+
+def _rebuild_mismatch(message: str, fields: dict) -> FormatMismatchError:
+    return FormatMismatchError(message, **fields)
 
 
 def check_date_format(value: str | None) -> str:
@@ -417,6 +495,7 @@ def parse_date_text(
     *,
     column: str = "",
     order_hint: str | None = None,
+    evidence: dict[str, bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """Text dates, optionally followed by a clock, -> midnight of the date and the clock.
 
@@ -432,6 +511,10 @@ def parse_date_text(
     order_hint : {"dayfirst", "monthfirst"} or None
         The layout's known order (the Chicago portal writes month-first dates), used
         when the values alone cannot tell.
+    evidence : dict or None
+        If given, ``evidence["dayfirst"]`` (``["monthfirst"]``) is set to True when a
+        value reads only day-first (month-first): a part above 12 in the first
+        (second) place, for a check of a stated order.
 
     Returns
     -------
@@ -466,6 +549,14 @@ date_format='dayfirst' or 'monthfirst' (--date-format), or a strftime pattern su
     parts = text.str.extract(_DATE_PARTS)
     first, second, third = _numbers(parts[0]), _numbers(parts[1]), _numbers(parts[2])
     four_digit_first = parts[0].str.len().to_numpy(dtype=float, na_value=0) == 4
+    if evidence is not None:
+        with np.errstate(invalid="ignore"):
+            evidence["dayfirst"] = evidence.get("dayfirst", False) or bool(
+                np.any((first > 12) & ~four_digit_first)
+            )
+            evidence["monthfirst"] = evidence.get("monthfirst", False) or bool(
+                np.any((second > 12) & ~four_digit_first)
+            )
     if date_format in ("iso", "dayfirst", "monthfirst"):
         order = date_format
     elif np.any(four_digit_first):

@@ -47,7 +47,11 @@ import numpy as np
 import pandas as pd
 
 from vrvm.trips.formats import (
+    CLOCK_FORMATS,
     CLOCK_WORDS,
+    UNREADABLE_SHARE,
+    WEEKDAY_FORMATS,
+    FormatMismatchError,
     TimeFormats,
     detect_clock_format,
     parse_clock_s,
@@ -57,15 +61,21 @@ from vrvm.trips.formats import (
 )
 from vrvm.trips.layouts import COORDINATE_ROLES, Layout
 from vrvm.trips.table import REFERENCE_MONDAY
+from vrvm.trips.time_range import in_departure_range
 from vrvm.trips.timezones import zone_at
 
-__all__ = ["ColumnPlan", "Parsed", "parse_columns"]
+__all__ = ["ColumnCheck", "ColumnPlan", "Parsed", "ReadChecks", "check_formats", "parse_columns"]
 
 # An explicit offset after the time of day: Z, UTC, +01, +0100, +01:00.
 _OFFSET = re.compile(r":\d\d(?:\.\d*)?\s*(?:Z|UTC|GMT|[+-]\d\d(?::?\d\d)?)$", re.IGNORECASE)
 _NAT = np.datetime64("NaT", "ns")
 # |unix seconds| beyond this (year 2286) is not a time but a bad value or milliseconds.
 _MAX_UNIX_S = 1e10
+# What datetime64[ns] holds (1677-09-21 to 2262-04-11), a day inside each end so that a
+# clock or a zone offset added later cannot overflow: numpy would wrap silently.
+_NS_FIRST = np.datetime64("1677-09-23", "ns")
+_NS_LAST = np.datetime64("2262-04-10", "ns")
+_NS_LIMIT_S = float((_NS_LAST - np.datetime64(0, "ns")) // np.timedelta64(1, "s"))
 
 
 def _is_number_dtype(dtype) -> bool:
@@ -82,7 +92,9 @@ def _to_float(values: pd.Series) -> np.ndarray:
 def _unix_to_utc(seconds: np.ndarray) -> np.ndarray:
     """Unix seconds -> naive UTC datetime64[ns]; exact for whole seconds."""
     out = np.full(seconds.shape, _NAT)
-    ok = np.isfinite(seconds) & (np.abs(seconds) < _MAX_UNIX_S)
+    # Beyond what nanoseconds hold (|s| > 9.2e9, years 1677 and 2262) the int64 below
+    # would wrap into another century: such numbers are unreadable, not moved.
+    ok = np.isfinite(seconds) & (np.abs(seconds) < min(_MAX_UNIX_S, _NS_LIMIT_S))
     # Whole and fractional seconds apart: seconds * 1e9 in float64 is off by ~100 ns.
     whole = np.floor(seconds[ok])
     fraction_ns = np.round((seconds[ok] - whole) * 1e9).astype(np.int64)
@@ -93,6 +105,8 @@ def _unix_to_utc(seconds: np.ndarray) -> np.ndarray:
 
 def _naive_series_to_utc(values: pd.Series, zone: str) -> np.ndarray:
     values = values.astype("datetime64[ns]")
+    # Within a day of either end of what nanoseconds hold, a zone offset overflows.
+    values = values.where((values >= _NS_FIRST) & (values <= _NS_LAST))
     local = values.dt.tz_localize(
         zone,
         # First occurrence of repeated wall-clock times; shift times in the DST gap.
@@ -146,6 +160,11 @@ class _TimeReading:
     plan: ColumnPlan = _NO_PLAN
     made: dict[str, object] = field(default_factory=dict)  # decision -> value
     trace: dict[str, np.ndarray] | None = None  # what the parsers found, for a TimeSurvey
+    evidence: dict[str, bool] | None = None  # values only one date order reads
+
+    def __post_init__(self):
+        if self.formats.date_format in ("dayfirst", "monthfirst"):  # a stated order: check it
+            self.evidence = {}
 
 
 def _parse_offsets(aware: pd.Series) -> np.ndarray:
@@ -200,6 +219,7 @@ def _parse_text_times(
             _date_format_for_text(how),
             column=how.column,
             order_hint=how.order_hint,
+            evidence=how.evidence,
         )
         how.made["order"] = order
         naive[todo] = _add_seconds(days, clock_s)
@@ -218,6 +238,7 @@ def _add_seconds(days: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     """Midnights plus seconds of the day (NaT where either is missing)."""
     out = np.full(len(days), _NAT)
     ok = ~np.isnat(days) & np.isfinite(seconds)
+    ok[ok] = (days[ok] >= _NS_FIRST) & (days[ok] <= _NS_LAST)  # no wrap past 2262
     ns = np.round(seconds[ok] * 1e9).astype(np.int64).astype("timedelta64[ns]")
     out[ok] = days[ok].astype("datetime64[ns]") + ns
     return out
@@ -341,7 +362,11 @@ def _local_days(values: pd.Series, how: _TimeReading) -> np.ndarray:
         )
         return days
     days, _, order = parse_date_text(
-        values, _date_format_for_text(how), column=how.column, order_hint=how.order_hint
+        values,
+        _date_format_for_text(how),
+        column=how.column,
+        order_hint=how.order_hint,
+        evidence=how.evidence,
     )
     how.made["order"] = order
     if order != "iso":
@@ -357,6 +382,7 @@ class _Plans:
         self.given = dict(given or {})
         self.made: dict[str, dict[str, object]] = {}
         self.traces: dict[str, dict[str, np.ndarray]] | None = {} if trace else None
+        self.checks: dict[str, ColumnCheck] = {}
 
     def reading(self, role: str, column: str, formats: TimeFormats, **kwargs) -> _TimeReading:
         made = self.made.setdefault(role, {})
@@ -385,7 +411,17 @@ def _clock_s(
         plans.made.setdefault("start_clock", {})["clock_format"] = fmt
         if fmt != "hh:mm":
             notes["start_clock"] = f"{column!r}: {CLOCK_WORDS[fmt]}"
-        return parse_clock_s(raw[column], fmt, column=column)
+        seconds = parse_clock_s(raw[column], fmt, column=column)
+        plans.checks["start_clock"] = ColumnCheck.of(
+            "start_clock",
+            column,
+            "clock_format",
+            fmt,
+            formats.clock_format != "auto",
+            raw[column],
+            np.isfinite(seconds),
+        )
+        return seconds
     hour = _to_float(raw[mapping["start_hour"]])
     minute = _to_float(raw[mapping["start_minute"]]) if "start_minute" in mapping else 0.0
     with np.errstate(invalid="ignore"):
@@ -412,12 +448,15 @@ def _start_utc(
             order_hint=layout.date_order,
             notes=notes,
         )
-        return _parse_times(raw[mapping["start_time"]], zone, how)
+        start = _parse_times(raw[mapping["start_time"]], zone, how)
+        plans.checks["start_time"] = _date_check("start_time", how, raw, ~np.isnat(start))
+        return start
     if "start_date" in mapping:
         how = plans.reading(
             "start_date", mapping["start_date"], formats, order_hint=layout.date_order, notes=notes
         )
         days = _local_days(raw[mapping["start_date"]], how)
+        plans.checks["start_date"] = _date_check("start_date", how, raw, ~np.isnat(days))
     else:
         column = mapping["weekday"]
         weekday_format = formats.weekday_format or layout.weekday_format
@@ -425,6 +464,15 @@ def _start_utc(
         index, label = parse_weekday(raw[column], weekday_format, column=column)
         plans.made.setdefault("weekday", {})["weekday_format"] = weekday_format or "names"
         notes["weekday"] = f"{column!r}: {label}"
+        plans.checks["weekday"] = ColumnCheck.of(
+            "weekday",
+            column,
+            "weekday_format",
+            weekday_format or "names",
+            formats.weekday_format is not None,
+            raw[column],
+            index >= 0,
+        )
         days = np.full(len(raw), _NAT)
         ok = index >= 0
         days[ok] = (REFERENCE_MONDAY + index[ok].astype("timedelta64[D]")).astype("datetime64[ns]")
@@ -457,6 +505,7 @@ class Parsed:
     dateless: bool = False
     plans: dict[str, ColumnPlan] = field(default_factory=dict)
     traces: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+    checks: ReadChecks = field(default_factory=lambda: ReadChecks({}), repr=False)
 
 
 ZonePoints = Callable[[pd.Series], tuple[np.ndarray, np.ndarray]]
@@ -531,6 +580,7 @@ def parse_columns(
             order_hint=layout.date_order,
         )
         end = _parse_times(end_raw, zone, end_how)
+        taken.checks["end_time"] = _date_check("end_time", end_how, raw, ~np.isnat(end))
         end_given = end_raw.notna().to_numpy()
         if end_raw.dtype == object:
             end_given &= (end_raw.astype("string").str.strip() != "").fillna(False).to_numpy()
@@ -547,6 +597,10 @@ def parse_columns(
     else:  # no travel time in the source (allowed with require_travel_time=False)
         duration = np.full(len(raw), np.nan)
     duration = np.asarray(duration, dtype=np.float64)
+    unit_role = next((r for r in ("travel_time_s", "travel_time_min") if r in mapping), None)
+    checks = ReadChecks(
+        taken.checks, duration=None if unit_role is None else (unit_role, mapping[unit_role])
+    )
     return Parsed(
         coords,
         start,
@@ -559,4 +613,314 @@ def parse_columns(
         dateless=layout.dateless,
         plans=taken.taken(),
         traces={role: found for role, found in (taken.traces or {}).items() if found},
+        checks=checks,
     )
+
+
+# ------------------------------------------------------------------ formats that fail
+_N_SHOWN = 5  # failing rows named in a refusal
+_N_SAMPLE = 200  # distinct failing values the other formats are tried on
+_DATE_CHOICES = ("iso", "dayfirst", "monthfirst", "unix_s", "unix_ms")
+
+
+@dataclass
+class ColumnCheck:
+    """What a time column's format left unreadable, for :func:`check_formats`.
+
+    Attributes
+    ----------
+    role, column : str
+        The role and the file's column.
+    option : {"date_format", "clock_format", "weekday_format"}
+        The argument that states the column's format.
+    used : str
+        The format used (stated, or detected: ``"dayfirst"``, ``"hours"``,
+        ``"unix_s"``...; ``"auto"`` for text read as ISO or by offsets).
+    stated : bool
+        Whether ``used`` was stated rather than detected.
+    n_given : int
+        Values present (neither missing nor blank).
+    n_rows : int
+        Rows of the column.
+    unreadable : numpy.ndarray of int64
+        Positions (0-based, increasing) of the rows whose value is present and not read
+        by the format: a file that reads holds none, so nothing per row is kept.
+    shown : list of str
+        The values of the first :data:`_N_SHOWN` unreadable rows, in row order.
+    sample : list of str
+        Up to :data:`_N_SAMPLE` distinct unreadable values, to try other formats on.
+    evidence : dict or None
+        For a stated day-first or month-first order: whether some value reads only
+        day-first (``"dayfirst"``) or only month-first (``"monthfirst"``).
+    """
+
+    role: str
+    column: str
+    option: str
+    used: str
+    stated: bool
+    n_given: int
+    n_rows: int
+    unreadable: np.ndarray
+    shown: list[str] = field(default_factory=list)
+    sample: list[str] = field(default_factory=list)
+    evidence: dict[str, bool] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        role: str,
+        column: str,
+        option: str,
+        used: str,
+        stated: bool,
+        values: pd.Series,
+        read: np.ndarray,
+        evidence: dict[str, bool] | None = None,
+    ) -> ColumnCheck:
+        """The check of ``values`` (a raw column) of which ``read`` says which were read."""
+        given = values.notna().to_numpy()
+        at = np.flatnonzero(given & ~np.asarray(read, dtype=bool))
+        n_blank = 0
+        if len(at) and not (
+            _is_number_dtype(values.dtype) or pd.api.types.is_datetime64_any_dtype(values.dtype)
+        ):
+            # Blank text is a missing value, never a value a format fails on; blanks
+            # are always unread, so only the unread rows are looked at.
+            blank = (values.iloc[at].astype("string").str.strip() == "").fillna(True).to_numpy()
+            at, n_blank = at[~blank], int(blank.sum())
+        shown: list[str] = []
+        sample: list[str] = []
+        if len(at):
+            failed = values.iloc[at].astype("string").str.strip()
+            shown = failed.iloc[:_N_SHOWN].tolist()
+            sample = pd.unique(failed.to_numpy(dtype=object))[:_N_SAMPLE].tolist()
+        return cls(
+            role,
+            column,
+            option,
+            used,
+            stated,
+            int(given.sum()) - n_blank,
+            len(values),
+            at.astype(np.int64),
+            shown,
+            sample,
+            None if evidence is None else dict(evidence),
+        )
+
+    @property
+    def n_unreadable(self) -> int:
+        return len(self.unreadable)
+
+
+@dataclass
+class ReadChecks:
+    """The :class:`ColumnCheck` of each time role and the travel-time column
+    (``(role, column)``, for the check of its unit), of a file or of a batch."""
+
+    columns: dict[str, ColumnCheck]
+    duration: tuple[str, str] | None = None
+
+    @classmethod
+    def concat(cls, parts: list[ReadChecks]) -> ReadChecks:
+        """The checks of a file from those of its batches, in file order."""
+        if not parts:
+            return cls({})
+        columns = {}
+        for role, first in parts[0].columns.items():
+            each = [p.columns[role] for p in parts if role in p.columns]
+            evidence = None
+            if first.evidence is not None:
+                evidence = {
+                    order: any((c.evidence or {}).get(order, False) for c in each)
+                    for order in ("dayfirst", "monthfirst")
+                }
+            columns[role] = ColumnCheck(
+                role,
+                first.column,
+                first.option,
+                first.used,
+                first.stated,
+                sum(c.n_given for c in each),
+                sum(c.n_rows for c in each),
+                np.concatenate(
+                    [c.unreadable + offset for c, offset in zip(each, _starts(each), strict=True)]
+                ),
+                [v for c in each for v in c.shown][:_N_SHOWN],
+                list(dict.fromkeys(v for c in each for v in c.sample))[:_N_SAMPLE],
+                evidence,
+            )
+        return cls(columns, parts[0].duration)
+
+
+def _starts(checks: list[ColumnCheck]) -> list[int]:
+    """The position of each batch's first row in the file."""
+    return np.concatenate([[0], np.cumsum([c.n_rows for c in checks])[:-1]]).astype(int).tolist()
+
+
+def _date_check(role: str, how: _TimeReading, raw: pd.DataFrame, read: np.ndarray) -> ColumnCheck:
+    """The check of a date or time column read as ``how`` says."""
+    stated = how.formats.date_format != "auto"
+    order = str(how.made.get("order", "iso"))
+    # The order read some values only if the notes say so (else the values were ISO,
+    # offsets or numbers, and only the unreadable ones were tried as dates).
+    by_order = order != "iso" and any(_ORDER_WORDS[order] in v for v in how.notes.values())
+    if stated:
+        used = how.formats.date_format
+    elif by_order:
+        used = order
+    elif "unit" in how.made and (how.made.get("numbers_first", True) or "order" not in how.made):
+        used = f"unix_{how.made['unit']}"
+    else:
+        used = "auto"
+    values = raw[how.column]
+    return ColumnCheck.of(role, how.column, "date_format", used, stated, values, read, how.evidence)
+
+
+def _times_read(values: pd.Series, date_format: str, role: str) -> np.ndarray:
+    """Which ``values`` ``date_format`` reads as a time in the supported range."""
+    text = values.astype("string").str.strip().reset_index(drop=True)
+    if date_format == "iso":
+        out, naive, _ = _offsets_and_iso(text, None)
+        times = np.where(np.isnat(out), naive, out)
+    elif date_format in ("dayfirst", "monthfirst"):
+        days, clock_s, _ = parse_date_text(text, date_format)
+        times = days if role == "start_date" else _add_seconds(days, clock_s)
+    else:
+        scale = 1000.0 if date_format == "unix_ms" else 1.0
+        times = _unix_to_utc(_to_float(text) / scale)
+    return in_departure_range(times)
+
+
+def _read_by(check: ColumnCheck, values: pd.Series) -> dict[str, np.ndarray]:
+    """Per other format of ``check.option``: which of ``values`` it reads."""
+    if check.option == "clock_format":
+        return {
+            fmt: np.isfinite(parse_clock_s(values, fmt))
+            for fmt in CLOCK_FORMATS[1:]
+            if fmt != check.used
+        }
+    if check.option == "weekday_format":
+        others = [fmt for fmt in WEEKDAY_FORMATS if fmt != check.used]
+        return {fmt: parse_weekday(values, fmt)[0] >= 0 for fmt in others}
+    return {fmt: _times_read(values, fmt, check.role) for fmt in _DATE_CHOICES if fmt != check.used}
+
+
+_FORMAT_WORDS = {
+    "iso": "ISO dates",
+    "dayfirst": "day-first dates",
+    "monthfirst": "month-first dates",
+    "unix_s": "Unix seconds",
+    "unix_ms": "Unix milliseconds",
+    "auto": "ISO or offset times",
+    **CLOCK_WORDS,
+    "names": "day names",
+    "sunday1": "day numbers with Sunday = 1",
+    "monday0": "day numbers with Monday = 0",
+}
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def _said(option: str, fmt: str) -> str:
+    """``date_format='dayfirst' (--date-format dayfirst)``."""
+    return f"{option}={fmt!r} ({_flag(option)} {fmt})"
+
+
+def check_formats(parsed: Parsed, rows: np.ndarray, source: str, *, strict: bool = True) -> None:
+    """Refuse a read whose formats do not fit their columns (before any row is kept).
+
+    A time column whose format (stated or detected) leaves more than
+    :data:`~vrvm.trips.formats.UNREADABLE_SHARE` of its values (and more than one)
+    unreadable, or whose
+    stated day-first (month-first) order the values contradict (some read only the
+    other way, none only this way), raises
+    :class:`~vrvm.trips.formats.FormatMismatchError` naming the file, the column, the
+    first failing rows (``rows``: the row number of each parsed row) and their values,
+    the share that failed and the formats that read them.
+
+    With ``strict=False`` (queries, answered row by row with every unusable row
+    reported) only a format shown wrong is refused: another format reads the failing
+    values, or the values contradict the stated order. Values that no format reads
+    then stay unusable rows, as one odd value always does.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from vrvm.trips.layouts import resolve_layout
+    >>> raw = pd.DataFrame({"day": ["16-3-2016", "8-6-2016", "28-6-2016"], "clock": ["8:00"] * 3,
+    ...                     "a": [40.7] * 3, "b": [-74.0] * 3, "c": [40.8] * 3, "d": [-73.9] * 3,
+    ...                     "s": [600] * 3})
+    >>> roles = dict(zip(["start_date", "start_clock", "origin_lat", "origin_lon",
+    ...                   "dest_lat", "dest_lon", "travel_time_s"], raw.columns))
+    >>> layout = resolve_layout(list(raw.columns), "auto", roles, "t.csv")
+    >>> parsed = parse_columns(raw, layout, "UTC", TimeFormats(date_format="monthfirst"))
+    >>> check_formats(parsed, np.arange(3) + 2, "t.csv")
+    Traceback (most recent call last):
+    ...
+    vrvm.trips.formats.FormatMismatchError: t.csv: column 'day' read as month-first dates \
+(date_format='monthfirst') leaves 2 of 3 values (66.7%) unreadable, e.g. row 2 '16-3-2016', \
+row 4 '28-6-2016'; date_format='dayfirst' (--date-format dayfirst) reads them. Nothing was read.
+    """
+    for check in parsed.checks.columns.values():
+        n_bad = check.n_unreadable
+        if n_bad == 0:
+            continue
+        order, other = (
+            check.used,
+            {"dayfirst": "monthfirst", "monthfirst": "dayfirst"}.get(check.used),
+        )
+        evidence = check.evidence or {}
+        contradicted = (
+            check.stated and other is not None and evidence.get(other) and not evidence.get(order)
+        )
+        share = n_bad / max(check.n_given, 1)
+        # One odd value is a typo in a file, not a format that does not fit.
+        if (share <= UNREADABLE_SHARE or n_bad < 2) and not contradicted:
+            continue
+        failing = check.unreadable[:_N_SHOWN]
+        examples = ", ".join(
+            f"row {int(rows[i])} {value!r}" for i, value in zip(failing, check.shown, strict=False)
+        )
+        sample = pd.Series(check.sample, dtype=object)
+        read = _read_by(check, sample)
+        choices = [fmt for fmt, ok in read.items() if len(sample) and ok.all()]
+        if contradicted and other not in choices:
+            choices.insert(0, other)
+        if not (strict or choices):
+            continue
+        how = "stated" if check.stated else "detected"
+        head = (
+            f"{source}: column {check.column!r} read as {_FORMAT_WORDS.get(order, order)} "
+            f"({f'{check.option}={order!r}' if check.stated else 'detected'}) leaves "
+            f"{n_bad:,} of {check.n_given:,} values ({100 * share:.1f}%) unreadable, "
+            f"e.g. {examples}"
+        )
+        if contradicted and (share <= UNREADABLE_SHARE or n_bad < 2):
+            head += (
+                f"; some values read only as {_FORMAT_WORDS[other]}, none only as "
+                f"{_FORMAT_WORDS[order]}: the column is {_ORDER_WORDS[other]}, not {how} "
+                f"{_ORDER_WORDS[order]}"
+            )
+        if choices:
+            fix = " or ".join(_said(check.option, fmt) for fmt in choices)
+            head += f"; {fix} reads them"
+        else:
+            head += (
+                f"; no {check.option.replace('_', ' ')} reads them: correct the file, or map "
+                "another column"
+            )
+        raise FormatMismatchError(
+            head + ". Nothing was read.",
+            source=source,
+            column=check.column,
+            option=check.option,
+            used=order,
+            choices=choices,
+            rows=[int(rows[i]) for i in failing],
+            values=check.shown[: len(failing)],
+            share=share,
+        )
