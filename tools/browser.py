@@ -156,21 +156,41 @@ def two_zones(home: Path, width: float, height: float) -> list[tuple[str, float,
 
 
 def click_zone(
-    page, canvas, label: str, x: float, y: float, attempts: int = 3, hover_ms: int = 300
+    page,
+    canvas,
+    label: str,
+    x: float,
+    y: float,
+    attempts: int = 3,
+    hover_ms: int = 300,
+    field: str | None = None,
 ) -> None:
     """Hover, then click a zone until the app shows it as selected.
 
     deck.gl picks the object under the pointer on hover; on a loaded machine (software
     WebGL sharing two cores with the server) a click can land before the pick, so it is
-    repeated, waiting each time for the zone's label to appear in the OD inputs.
+    repeated, waiting each time for the zone's label to appear in the OD inputs (in the
+    input labelled ``field`` when given: a label already shown elsewhere, such as a
+    first visit's trip, must not pass for this click). Each click waits for the app to
+    be idle first: a click sent while the previous one's run is still going replaces
+    that run's selection, and the earlier click would be lost.
     """
-    selected = "label => [...document.querySelectorAll('input')].some(e => e.value === label)"
+    if field is None:
+        check = "label => [...document.querySelectorAll('input')].some(e => e.value === label)"
+    else:
+        check = (
+            "([label, field]) => [...document.querySelectorAll('input')].some("
+            "e => e.value === label && e.getAttribute('aria-label') === field)"
+        )
     for attempt in range(attempts):
+        page.wait_for_function(RUNNING, timeout=60_000)
         canvas.hover(position={"x": x, "y": y})
         page.wait_for_timeout(hover_ms * (attempt + 1))
         canvas.click(position={"x": x, "y": y})
         try:
-            page.wait_for_function(selected, arg=label, timeout=15_000)
+            page.wait_for_function(
+                check, arg=label if field is None else [label, field], timeout=15_000
+            )
             return
         except Exception:
             if attempt == attempts - 1:

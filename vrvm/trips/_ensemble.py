@@ -22,6 +22,17 @@ from vrvm.engine._malloc import heap_for_numerics
 from vrvm.engine._watchdog import watched_parallel
 from vrvm.engine.regressor import VRVMRegressor
 
+# The columns of a member's ``relevance_trip_arrays_`` row, in order (also how a saved
+# model's arrays are read back, vrvm.trips.model_format).
+RELEVANCE_TRIP_COLUMNS = (
+    "origin_lat",
+    "origin_lon",
+    "dest_lat",
+    "dest_lon",
+    "start_s",
+    "travel_time_s",
+)
+
 __all__ = [
     "Seeds",
     "choose_widths",
@@ -361,17 +372,7 @@ def relevance_table(members, arrays, tz: str) -> pd.DataFrame:
             n_widths[p] += 1
             if w >= best[p]:
                 best[p], width[p] = w, member.basis_width_[col]
-        frame = pd.DataFrame(
-            raw,
-            columns=[
-                "origin_lat",
-                "origin_lon",
-                "dest_lat",
-                "dest_lon",
-                "start_s",
-                "travel_time_s",
-            ],
-        )
+        frame = pd.DataFrame(raw, columns=list(RELEVANCE_TRIP_COLUMNS))
         frame.insert(0, "member", m)
         frame["start_time"] = pd.to_datetime(
             frame.pop("start_s"), unit="s", utc=True

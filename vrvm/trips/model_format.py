@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from vrvm.engine.regressor import VRVMRegressor
+from vrvm.trips._ensemble import RELEVANCE_TRIP_COLUMNS
 from vrvm.trips.features import TripFeaturizer
 from vrvm.trips.model_dir import ModelFormatError, load_model_dir, save_model_dir
 from vrvm.trips.pair_offsets import PairOffsets
@@ -57,15 +58,6 @@ largest travel time observed among those trips (and finite)."""
 # columns have no kernel width)
 _NOT_PARAMETERS = ("__elbo_",)
 _NAN_ALLOWED = ("__basis_width_",)
-# the columns of relevance_trip_arrays_ (as in vrvm.trips._ensemble.relevance_table)
-_RELEVANCE_TRIP_COLUMNS = [
-    "origin_lat",
-    "origin_lon",
-    "dest_lat",
-    "dest_lon",
-    "start_s",
-    "travel_time_s",
-]
 
 
 def _round_for_json(value: float) -> float | None:
@@ -251,7 +243,7 @@ def _check_predicts(model, path: Path) -> None:
     if len(raw) == 0:
         return
     raw = raw[np.linspace(0, len(raw) - 1, min(len(raw), N_SELF_CHECK)).astype(int)]
-    trips = pd.DataFrame(raw, columns=_RELEVANCE_TRIP_COLUMNS)
+    trips = pd.DataFrame(raw, columns=list(RELEVANCE_TRIP_COLUMNS))
     try:
         trips["start_time"] = pd.to_datetime(trips.pop("start_s"), unit="s", utc=True)
         with np.errstate(all="ignore"):  # overflow is what is being looked for
