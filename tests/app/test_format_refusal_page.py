@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from tests.app.test_pages import no_exception, shown
-from tests.app.test_upload_page import _fid, _retrain_page, _role, _upload
+from tests.app.test_upload_page import _fid, _map_nyc_split, _retrain_page, _upload
 from tests.trips.test_formats import _day_first_decimal_hour_csv
 
 
@@ -16,16 +16,7 @@ def test_month_first_on_day_first_dates_is_refused_on_the_page(vrvm_home):
     data = _day_first_decimal_hour_csv().replace("pickup_", "p_").encode()
     at = _upload(_retrain_page(), "nyc_split.csv", data)
     fid = _fid(at)
-    for role, column in (
-        ("start_date", "p_date"),
-        ("start_clock", "p_time"),
-        ("origin_lat", "p_latitude"),
-        ("origin_lon", "p_longitude"),
-        ("dest_lat", "dropoff_latitude"),
-        ("dest_lon", "dropoff_longitude"),
-        ("travel_time_s", "trip_duration"),
-    ):
-        _role(at, role).set_value(column)
+    _map_nyc_split(at)
     at.text_input(key=f"retrain_tz_{fid}").set_value("UTC")
     at.selectbox(key=f"retrain_date_{fid}").set_value("monthfirst").run()
     no_exception(at)

@@ -72,11 +72,8 @@ def test_real_sf_bike_share_uploads_without_help(vrvm_home, shared_data):
     assert any("America/Los_Angeles (where the trips are)" in c.value for c in at.caption)
 
 
-def test_the_form_reads_day_first_dates_and_decimal_hours_and_keeps_a_recipe(vrvm_home):
-    data = _day_first_decimal_hour_csv().replace("pickup_", "p_").encode()
-    at = _upload(_retrain_page(), "nyc_split.csv", data)
-    assert any("do not match a known export" in w.value for w in at.warning)
-    fid = _fid(at)
+def _map_nyc_split(at) -> None:
+    """Name every role of the day-first, decimal-hour NYC file (``p_`` columns) in the form."""
     for role, column in (
         ("start_date", "p_date"),
         ("start_clock", "p_time"),
@@ -87,6 +84,14 @@ def test_the_form_reads_day_first_dates_and_decimal_hours_and_keeps_a_recipe(vrv
         ("travel_time_s", "trip_duration"),
     ):
         _role(at, role).set_value(column)
+
+
+def test_the_form_reads_day_first_dates_and_decimal_hours_and_keeps_a_recipe(vrvm_home):
+    data = _day_first_decimal_hour_csv().replace("pickup_", "p_").encode()
+    at = _upload(_retrain_page(), "nyc_split.csv", data)
+    assert any("do not match a known export" in w.value for w in at.warning)
+    fid = _fid(at)
+    _map_nyc_split(at)
     at.text_input(key=f"retrain_tz_{fid}").set_value("UTC").run()
     no_exception(at)
     # the trips as read so far, live, before the whole file is read

@@ -149,6 +149,9 @@ def test_weekday_numbers_with_a_zero_name_the_numbering_that_reads_them():
         read_trips(io.StringIO(text), column_map=roles, weekday_format="iso", tz="America/New_York")
     assert caught.value.option == "weekday_format" and caught.value.choices == ["monday0"]
     assert caught.value.rows[:2] == [2, 9]  # the zeros
+    # the weekday numbering is named as such, not as the date order of the same name
+    assert "read as ISO numbers (Monday = 1)" in str(caught.value)
+    assert "ISO dates" not in str(caught.value)
     _, report = read_trips(
         io.StringIO(text),
         column_map=roles,

@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from vrvm.trips.formats import (
+    _WEEKDAY_LABEL,
     CLOCK_FORMATS,
     CLOCK_WORDS,
     UNREADABLE_SHARE,
@@ -807,18 +808,25 @@ def _read_by(check: ColumnCheck, values: pd.Series) -> dict[str, np.ndarray]:
     return {fmt: _times_read(values, fmt, check.role) for fmt in _DATE_CHOICES if fmt != check.used}
 
 
-_FORMAT_WORDS = {
+_DATE_WORDS = {
     "iso": "ISO dates",
     "dayfirst": "day-first dates",
     "monthfirst": "month-first dates",
     "unix_s": "Unix seconds",
     "unix_ms": "Unix milliseconds",
     "auto": "ISO or offset times",
-    **CLOCK_WORDS,
-    "names": "day names",
-    "sunday1": "day numbers with Sunday = 1",
-    "monday0": "day numbers with Monday = 0",
 }
+# the words for a format depend on its option: "iso" is a date order and a weekday numbering
+_FORMAT_WORDS = {
+    "date_format": _DATE_WORDS,
+    "clock_format": CLOCK_WORDS,
+    "weekday_format": _WEEKDAY_LABEL,
+}
+
+
+def _words(option: str, fmt: str) -> str:
+    """How the format ``fmt`` of ``option`` reads, in words (``"day-first dates"``)."""
+    return _FORMAT_WORDS[option].get(fmt, fmt)
 
 
 def _flag(option: str) -> str:
@@ -894,15 +902,15 @@ row 4 '28-6-2016'; date_format='dayfirst' (--date-format dayfirst) reads them. N
             continue
         how = "stated" if check.stated else "detected"
         head = (
-            f"{source}: column {check.column!r} read as {_FORMAT_WORDS.get(order, order)} "
+            f"{source}: column {check.column!r} read as {_words(check.option, order)} "
             f"({f'{check.option}={order!r}' if check.stated else 'detected'}) leaves "
             f"{n_bad:,} of {check.n_given:,} values ({100 * share:.1f}%) unreadable, "
             f"e.g. {examples}"
         )
         if contradicted and (share <= UNREADABLE_SHARE or n_bad < 2):
             head += (
-                f"; some values read only as {_FORMAT_WORDS[other]}, none only as "
-                f"{_FORMAT_WORDS[order]}: the column is {_ORDER_WORDS[other]}, not {how} "
+                f"; some values read only as {_words(check.option, other)}, none only as "
+                f"{_words(check.option, order)}: the column is {_ORDER_WORDS[other]}, not {how} "
                 f"{_ORDER_WORDS[order]}"
             )
         if choices:
