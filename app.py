@@ -23,8 +23,9 @@ from app_ui import (
     sidebar,
     trip_controls,
 )
-from vrvm.services import schedule, url_state
-from vrvm.services.places import ODState
+from vrvm.services.answers import schedule
+from vrvm.services.map.places import ODState
+from vrvm.services.planning import url_state
 
 OD = "od"  # origin-destination picker
 TRIP = "trip"  # departure time and threshold

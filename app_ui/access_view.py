@@ -1,6 +1,6 @@
 """Who is using the dashboard: the session's role, signing in and out, the raw-view switch.
 
-The role is decided by :func:`vrvm.services.access.decide_access` from plain data: the
+The role is decided by :func:`vrvm.services.access.policy.decide_access` from plain data: the
 deployment's sign-in options (environment and ``.streamlit/secrets.toml``), what
 ``st.user`` holds (OpenID Connect) and whether this session signed in with the analyst
 passphrase. That sign-in is kept server-side in the session as a :class:`_Signed`
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from vrvm.services import access as access_svc
-from vrvm.services.access import Access, SignInOptions
-from vrvm.services.models import data_home
-from vrvm.services.text import plain_markdown
+from vrvm.services.access import policy as access_svc
+from vrvm.services.access.policy import Access, SignInOptions
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.versions.models import data_home
 
 logger = logging.getLogger(__name__)
 

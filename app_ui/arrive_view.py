@@ -4,10 +4,10 @@
 p, the curve of P(arrive by the deadline) against departure time with the answer marked,
 the travel time's quantiles then, the reliability indices and the curve as CSV.
 "Leave within a window": the trip for a departure anywhere in a window, shown like a
-single departure. Everything shown is computed by :mod:`vrvm.services.schedule`.
+single departure. Everything shown is computed by :mod:`vrvm.services.answers.schedule`.
 
 State keys (prefixed with the section's ``key``): ``{key}_od`` (the
-:class:`~vrvm.services.places.ODState`, with :mod:`app_ui.od_picker`'s keys
+:class:`~vrvm.services.map.places.ODState`, with :mod:`app_ui.od_picker`'s keys
 ``{key}_od_*``), ``{key}_mode`` ("arrive" or "window"), ``{key}_date`` and
 ``{key}_time`` (the deadline), ``{key}_prob``, ``{key}_hours`` (searched window),
 ``{key}_wdate``, ``{key}_wstart``, ``{key}_wend`` (departure window) and
@@ -22,9 +22,9 @@ import streamlit as st
 
 from app_ui import charts, forecast_view, indices_view, od_picker, sidebar, trip_controls
 from app_ui.context import ModelContext
-from vrvm.services import forecast, schedule
-from vrvm.services.places import ODState
-from vrvm.services.text import plain_markdown
+from vrvm.services.answers import forecast, schedule
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.map.places import ODState
 
 MODES = {
     "arrive": ":material/alarm: Arrive by a deadline",

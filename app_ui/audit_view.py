@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from app_ui.context import ModelContext
-from vrvm.services.access import audit_entries
+from vrvm.services.access.policy import audit_entries
 
 SHOWN = 200
 _MAIN = ("time", "who", "how", "via", "action")

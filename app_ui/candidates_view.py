@@ -4,7 +4,7 @@ State keys (prefixed with the component's ``key``): the form's widgets (``{key}_
 ``{key}_members``, ``{key}_widths``, ``{key}_max_basis``, ``{key}_holdout``,
 ``{key}_split``, ``{key}_option_<option>``), ``{key}_name_default`` (the suggested name
 the name field was last reset to), ``{key}_last_settings`` (the last submitted form),
-``{key}_result`` (the last :class:`vrvm.services.retrain.RetrainResult`, unpublished),
+``{key}_result`` (the last :class:`vrvm.services.analyst.retrain.RetrainResult`, unpublished),
 ``{key}_new_model`` (the button that trains a refused update's trips as a new model,
 through ``{key}_retry_full``) and the publish buttons.
 
@@ -20,9 +20,11 @@ import streamlit as st
 
 from app_ui import charts, messages
 from app_ui.context import ModelContext
-from vrvm.services import demo, models, retrain, units
-from vrvm.services.progress import TimeLeft
-from vrvm.services.text import plain_markdown
+from vrvm.services.analyst import demo, retrain
+from vrvm.services.display import units
+from vrvm.services.display.progress import TimeLeft
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.versions import models
 
 
 def _name_field(key: str, default: str) -> str:

@@ -13,9 +13,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from vrvm import MixtureDistribution
-from vrvm.services.colours import DEST_RGB, ORIGIN_RGB, TIME_PALETTE, hex_colour
-from vrvm.services.forecast import ODForecast, density_curve, interval_table
-from vrvm.services.schedule import ArriveBy
+from vrvm.services.answers.forecast import ODForecast, density_curve, interval_table
+from vrvm.services.answers.schedule import ArriveBy
+from vrvm.services.display.colours import DEST_RGB, ORIGIN_RGB, TIME_PALETTE, hex_colour
 
 ORIGIN = hex_colour(ORIGIN_RGB)
 DEST = hex_colour(DEST_RGB)
@@ -283,7 +283,7 @@ def profile_figure(
 ) -> go.Figure:
     """Fan chart of the quantiles over the day, observed trips of the zone pair on top:
     as dots, or (private mode) as ``summary``'s medians and quartiles per time-of-day bin
-    (:func:`vrvm.services.privacy.observed_summary`)."""
+    (:func:`vrvm.services.map.privacy.observed_summary`)."""
     layout = _layout_spec(
         title="Time-of-day profile of the same trip",
         x="departure hour (local time)",

@@ -5,16 +5,16 @@ rerun never reloads it and publishing a new version simply makes the next run lo
 cache) the new one; a published model object is never mutated. The zones are the
 hexagons of its training trips, or the polygons of the zone file chosen in the sidebar
 (cached by that file's fingerprint as well). The training trips are never loaded: they
-are a :class:`~vrvm.services.models.TripTable` over the kept file (its footer), and the
+are a :class:`~vrvm.services.versions.models.TripTable` over the kept file (its footer), and the
 zones and the trips' index by zone are derived from them once per model and kept
-beside them (:mod:`vrvm.services.trip_index`), so a start reads a few hundred kilobytes
+beside them (:mod:`vrvm.services.map.trip_index`), so a start reads a few hundred kilobytes
 whatever the number of trips, and an answer reads the trips of a few zones. Once per
-process the data home is healed (:func:`vrvm.services.models.heal_home`: what a killed
+process the data home is healed (:func:`vrvm.services.versions.models.heal_home`: what a killed
 writer left is finished or rolled back, and logged). A data home that cannot be written
 (or a file where it should be) is said in one ``st.error``, naming the path, why and
 what to do, and the page stops there, without a traceback. The context also says who
-is using the page (:class:`~vrvm.services.access.Access`) and whether its trips are shown
-in private mode (:class:`~vrvm.services.privacy.PrivacyView`), with an analyst's switch
+is using the page (:class:`~vrvm.services.access.policy.Access`) and whether its trips are shown
+in private mode (:class:`~vrvm.services.map.privacy.PrivacyView`), with an analyst's switch
 to the raw views in the sidebar.
 
 Every answer depends on the model and the map's zones besides its own inputs:
@@ -37,14 +37,16 @@ import streamlit as st
 
 from app_ui import access_view, sidebar
 from vrvm import ModelFormatError, TravelTimeModel, ZoneFile
-from vrvm.services import area as area_svc
-from vrvm.services import demo, models, privacy
-from vrvm.services.access import Access
-from vrvm.services.area import ServiceArea
-from vrvm.services.models import TripTable
-from vrvm.services.privacy import PrivacyView
-from vrvm.services.progress import TimeLeft
-from vrvm.services.text import plain_markdown
+from vrvm.services.access.policy import Access
+from vrvm.services.analyst import demo
+from vrvm.services.display.progress import TimeLeft
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.map import area as area_svc
+from vrvm.services.map import privacy
+from vrvm.services.map.area import ServiceArea
+from vrvm.services.map.privacy import PrivacyView
+from vrvm.services.versions import models
+from vrvm.services.versions.models import TripTable
 
 logger = logging.getLogger(__name__)
 

@@ -14,11 +14,12 @@ import streamlit as st
 
 from app_ui import map_image
 from app_ui.context import ModelContext
-from vrvm.services import coverage, indices
-from vrvm.services.places import Place
+from vrvm.services.answers import indices
+from vrvm.services.map.places import Place
+from vrvm.services.planning import coverage
 
 METRIC_LABELS = {"median": "Median travel time", "probability": "P(arrive within T)"}
-INDEX_LABELS = {  # reliability indices of the table (vrvm.services.indices)
+INDEX_LABELS = {  # reliability indices of the table (vrvm.services.answers.indices)
     "planning_time_index": "planning time index",
     "buffer_index": "buffer index",
     "misery_index": "misery index",

@@ -12,8 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from app_ui.context import ModelContext, keep, kept
-from vrvm.services import model_export
-from vrvm.services.text import plain_markdown
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.versions import model_export
 
 
 def show(key: str, ctx: ModelContext) -> None:

@@ -1,16 +1,18 @@
 """Plan page, fleet coverage: bases on the map, P(best base) and P(any base) within T.
 
-Every number comes from :mod:`vrvm.services.fleet` (coverage, demand, ranking) and
-:mod:`vrvm.services.fleet_files` (files read and written); this view holds the bases,
+Every number comes from :mod:`vrvm.services.planning.fleet` (coverage, demand, ranking) and
+:mod:`vrvm.services.planning.fleet_files` (files read and written); this view holds the bases,
 places them (a map click toggles a base in a zone, the list picks zones, a CSV file
 brings named bases) and draws the results. It opens on two bases at busy central zones.
 
 State keys (all prefixed with the section's ``key``):
 
-``{key}_bases``        the bases table (:data:`vrvm.services.fleet.BASE_COLUMNS`), located on
-                       the current zones on every run (:func:`vrvm.services.fleet.locate_bases`)
+``{key}_bases``        the bases table (:data:`~vrvm.services.planning.fleet.BASE_COLUMNS`),
+                       located on the current zones on every run
+                       (:func:`~vrvm.services.planning.fleet.locate_bases`)
 ``{key}_moved``        the sentence naming the bases that relocating removed, shown once
-``{key}_click``        a :class:`~vrvm.services.places.ODState`: the last map selection acted upon
+``{key}_click``        a :class:`~vrvm.services.map.places.ODState`: the last map selection
+                       acted upon
 ``{key}_map_<zones>``  the pydeck chart (a click toggles a base in the zone), keyed by its
                        zones (:func:`app_ui.od_picker.map_key`): a new chart on other zones
 ``{key}_pick``         the list of zones holding a base
@@ -30,10 +32,11 @@ import streamlit as st
 
 from app_ui import maps, od_picker, sidebar, trip_controls
 from app_ui.context import ModelContext, keep, kept
-from vrvm.services import fleet, fleet_files, places
-from vrvm.services.area import ServiceArea
-from vrvm.services.places import ODState
-from vrvm.services.text import plain_markdown
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.map import places
+from vrvm.services.map.area import ServiceArea
+from vrvm.services.map.places import ODState
+from vrvm.services.planning import fleet, fleet_files
 
 TOP_CANDIDATES = 10
 # the browser refuses a larger bases or demand file before sending it (viewers upload them)
@@ -55,7 +58,7 @@ def _bases(key: str, area: ServiceArea) -> pd.DataFrame:
     """The bases on ``area``'s zones; two at busy central zones on the first visit.
 
     Bases placed on another map (another zone file, boundaries or model version) are
-    located on this one (:func:`vrvm.services.fleet.locate_bases`), and those it
+    located on this one (:func:`vrvm.services.planning.fleet.locate_bases`), and those it
     removes are said once.
     """
     bases = st.session_state.get(f"{key}_bases")

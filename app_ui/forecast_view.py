@@ -16,9 +16,10 @@ import streamlit as st
 from app_ui import charts, indices_view
 from app_ui.context import ModelContext, privacy_note
 from vrvm import TravelTimeModel
-from vrvm.services import forecast, privacy
-from vrvm.services.places import ODState, Place
-from vrvm.services.text import plain_markdown
+from vrvm.services.answers import forecast
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.map import privacy
+from vrvm.services.map.places import ODState, Place
 
 
 def _support_note(answer: forecast.ODAnswer) -> None:

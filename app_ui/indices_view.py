@@ -1,15 +1,15 @@
 """The reliability indices of one trip: planning time, buffer and misery index.
 
 Shown under the Predict page's answer and in the Plan page's arrive-by section; the
-numbers and their definitions come from :mod:`vrvm.services.indices`. No state keys.
+numbers and their definitions come from :mod:`vrvm.services.answers.indices`. No state keys.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from vrvm.services import indices
-from vrvm.services.indices import ReliabilityIndices
+from vrvm.services.answers import indices
+from vrvm.services.answers.indices import ReliabilityIndices
 
 
 def show(values: ReliabilityIndices | None) -> None:

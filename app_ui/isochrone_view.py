@@ -1,12 +1,12 @@
 """Plan page, probability isochrones: where a place reaches, or who reaches it, within t.
 
-The regions and every number come from :mod:`vrvm.services.isochrones`; this view
+The regions and every number come from :mod:`vrvm.services.planning.isochrones`; this view
 picks the place (a map click or the zone list), the direction, the departure time,
 t and the probabilities, and draws the nested regions under the clickable zones.
 
 State keys (all prefixed with the section's ``key``):
 
-``{key}``              the :class:`vrvm.services.places.ODState` whose origin is the place
+``{key}``              the :class:`vrvm.services.map.places.ODState` whose origin is the place
 ``{key}_map_<zones>``  the pydeck chart (a click sets the place), named for the map's
                        zones (:func:`app_ui.od_picker.map_key`)
 ``{key}_place``        the zone list
@@ -26,9 +26,10 @@ import streamlit as st
 
 from app_ui import maps, od_picker, sidebar, trip_controls
 from app_ui.context import ModelContext
-from vrvm.services import isochrones, places
-from vrvm.services.area import ServiceArea
-from vrvm.services.places import ODState, Place
+from vrvm.services.map import places
+from vrvm.services.map.area import ServiceArea
+from vrvm.services.map.places import ODState, Place
+from vrvm.services.planning import isochrones
 
 LEVEL_OPTIONS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)
 DIRECTION_LABELS = {

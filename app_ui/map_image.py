@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vrvm.services.area import ServiceArea
-from vrvm.services.places import Place
+from vrvm.services.map.area import ServiceArea
+from vrvm.services.map.places import Place
 
 __all__ = ["reach_map_png"]
 
@@ -62,7 +62,7 @@ def reach_map_png(
     Examples
     --------
     >>> import h3
-    >>> from vrvm.services.area import ServiceArea
+    >>> from vrvm.services.map.area import ServiceArea
     >>> import pandas as pd
     >>> cells = ["8a2a1072b59ffff", "8a2a1072b597fff"]
     >>> lat_lng = [h3.cell_to_latlng(c) for c in cells]

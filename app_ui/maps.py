@@ -1,7 +1,7 @@
 """pydeck decks and map legends of the dashboard (no Streamlit here: the views draw them).
 
-The layer data and colours come from :mod:`vrvm.services.map_layers`,
-:mod:`vrvm.services.boundaries` and :mod:`vrvm.services.colours`; this module only puts
+The layer data and colours come from :mod:`vrvm.services.map.map_layers`,
+:mod:`vrvm.services.map.boundaries` and :mod:`vrvm.services.display.colours`; this module only puts
 them into deck.gl layers. Without a basemap (the offline default) the zones and boundary
 layers are the whole map. Hexagon zones are drawn in the browser from their H3 ids; a
 planner's polygon zones (taxi zones, community areas) as GeoJSON features.
@@ -18,10 +18,10 @@ import pandas as pd
 import pydeck as pdk
 from pydeck.bindings.json_tools import default_serialize
 
-from vrvm.services import map_layers
-from vrvm.services.area import ServiceArea, ViewState
-from vrvm.services.boundaries import boundary_layers as boundary_collections
-from vrvm.services.places import ODState
+from vrvm.services.map import map_layers
+from vrvm.services.map.area import ServiceArea, ViewState
+from vrvm.services.map.boundaries import boundary_layers as boundary_collections
+from vrvm.services.map.places import ODState
 
 ZONE_LAYER = "zones"
 TOOLTIP_STYLE = {
@@ -364,7 +364,7 @@ def zone_arc_deck(
     basemap: bool = False,
 ) -> pdk.Deck:
     """Relevance vectors counted per zone pair, as arcs between the zones' centres
-    (private mode: :func:`vrvm.services.privacy.relevance_arcs`)."""
+    (private mode: :func:`vrvm.services.map.privacy.relevance_arcs`)."""
     data = arcs[["origin_lat", "origin_lon", "dest_lat", "dest_lon", "n", "hours"]].copy()
     data["origin"] = [html.escape(str(label)) for label in arcs["origin"]]
     data["destination"] = [html.escape(str(label)) for label in arcs["destination"]]
@@ -402,7 +402,7 @@ def isochrone_layer(features: list[dict]) -> pdk.Layer:
     """Nested regions (GeoJSON features with ``fill`` and ``line``), outermost first.
 
     Not pickable: it lies under the clickable zones, whose tooltips say what the
-    regions mean (:func:`vrvm.services.isochrones.isochrone_map`).
+    regions mean (:func:`vrvm.services.planning.isochrones.isochrone_map`).
     """
     return pdk.Layer(
         "GeoJsonLayer",

@@ -1,9 +1,9 @@
 """Plan page, OD matrix: travel times between sets of zones, to preview and download.
 
-Every number comes from :mod:`vrvm.services.matrix` (the same service as ``vrvm
+Every number comes from :mod:`vrvm.services.answers.matrix` (the same service as ``vrvm
 matrix``); this view picks the origin and destination zones, the departure time, the
 quantiles and thresholds, then shows the first pairs, a heat map of the median and the
-downloads. Above :data:`~vrvm.services.matrix.DASHBOARD_MAX_PAIRS` pairs it computes
+downloads. Above :data:`~vrvm.services.answers.matrix.DASHBOARD_MAX_PAIRS` pairs it computes
 nothing and gives the ``vrvm matrix`` command and the zone lists to run it with.
 
 State keys (all prefixed with the section's ``key``):
@@ -24,8 +24,9 @@ import streamlit as st
 from app_ui import charts, trip_controls
 from app_ui.context import ModelContext
 from vrvm import TravelTimeModel
-from vrvm.services import matrix, places
-from vrvm.services.area import ServiceArea
+from vrvm.services.answers import matrix
+from vrvm.services.map import places
+from vrvm.services.map.area import ServiceArea
 
 QUANTILE_OPTIONS = (0.05, 0.1, 0.25, 0.75, 0.9, 0.95)
 MORE_THRESHOLD_OPTIONS = (5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 90.0)

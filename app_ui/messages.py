@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vrvm.services.text import plain_markdown
+from vrvm.services.display.text import plain_markdown
 
 KEY = "messages_next"
 

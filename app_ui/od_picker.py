@@ -2,7 +2,7 @@
 
 State keys (all prefixed with the component's ``key``):
 
-``{key}``            the :class:`vrvm.services.places.ODState`
+``{key}``            the :class:`vrvm.services.map.places.ODState`
 ``{key}_map_<zones>``  the pydeck chart (its selection state, set by Streamlit), named
                      for the map's zones (:func:`map_key`)
 ``{key}_origin``     origin selectbox; ``{key}_dest`` destination selectbox
@@ -10,12 +10,12 @@ State keys (all prefixed with the component's ``key``):
 ``{key}_error``      the last message about typed coordinates
 ``{key}_moved``      what the last change of the map's zones did to the places
 
-Map clicks and list choices go through :mod:`vrvm.services.places` (``apply_map_selection``,
+Map clicks and list choices go through :mod:`vrvm.services.map.places` (``apply_map_selection``,
 ``place_from_label``, ``place_from_latlon``), so the page works without a mouse and the
 same code handles a real click and a test's injected selection.
 
 The places are kept as picked, but every run reads them on the zones of the map it
-draws (:meth:`~vrvm.services.places.ODState.located`, through ``get_state(key, area)``):
+draws (:meth:`~vrvm.services.map.places.ODState.located`, through ``get_state(key, area)``):
 when the zone file, the boundaries naming the zones or the model change, the lists,
 the markers and the answer all name the zones that now hold the two places (or the
 place is dropped, and the page asks for it), never a zone of the map before.
@@ -24,7 +24,7 @@ A chart's selection names the clicked zone by its position in the map's data, an
 Streamlit keeps a keyed chart's selection whatever data the chart is drawn with. So the
 chart is keyed by its zones (:func:`map_key`): when they change, it is a new chart,
 with no selection in the browser or on the server, and the last selection acted upon
-(:attr:`~vrvm.services.places.ODState.last_selection`) is forgotten on the next run. A
+(:attr:`~vrvm.services.map.places.ODState.last_selection`) is forgotten on the next run. A
 click after the switch is always read on the zones it was made on, even at the
 position of the last click.
 """
@@ -38,11 +38,11 @@ from dataclasses import replace
 import streamlit as st
 
 from app_ui import maps
-from vrvm.services import places
-from vrvm.services.area import ServiceArea
-from vrvm.services.colours import DEST_RGB, ORIGIN_RGB
-from vrvm.services.places import ODState
-from vrvm.services.text import plain_markdown
+from vrvm.services.display.colours import DEST_RGB, ORIGIN_RGB
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.map import places
+from vrvm.services.map.area import ServiceArea
+from vrvm.services.map.places import ODState
 
 
 def get_state(key: str, area: ServiceArea | None = None) -> ODState:

@@ -4,7 +4,7 @@ In private mode (``ctx.privacy``) the trips never reach the page: they are shown
 per pair of zones their ends lie in, and only pairs of at least k trips (arcs between
 the zones' centres; a table and its download of those pairs, the smaller pairs together
 in one last row), and the member and hour filters are not drawn, so that no two views
-can be subtracted to single a trip out (:mod:`vrvm.services.privacy`).
+can be subtracted to single a trip out (:mod:`vrvm.services.map.privacy`).
 
 State keys: ``{key}_members``, ``{key}_hours`` (raw view only), ``{key}_color``.
 """
@@ -16,8 +16,9 @@ import streamlit as st
 from app_ui import charts, maps
 from app_ui.context import ModelContext, privacy_note
 from app_ui.sidebar import basemap_enabled
-from vrvm.services import privacy, relevance
-from vrvm.services.csv_cells import safe_cells
+from vrvm.services.analyst import relevance
+from vrvm.services.display.csv_cells import safe_cells
+from vrvm.services.map import privacy
 
 COLOR_LABELS = {"weight": "|weight|", "width": "kernel width"}
 

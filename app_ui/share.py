@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vrvm.services import url_state
-from vrvm.services.area import ServiceArea
-from vrvm.services.text import plain_markdown
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.map.area import ServiceArea
+from vrvm.services.planning import url_state
 
 
 def read_once(key: str, area: ServiceArea, tz: str) -> url_state.ViewParams | None:

@@ -2,13 +2,13 @@
 
 State keys: ``settings_basemap`` (bool). Streamlit forgets a widget's value when
 another page is shown, so the setting lives in this key, which the widget only writes
-to. Boundary files are kept in the data home (:mod:`vrvm.services.boundaries`), not in
+to. Boundary files are kept in the data home (:mod:`vrvm.services.map.boundaries`), not in
 the session: an upload is saved there and shown on the map, and stays after a restart
 until it is removed; ``settings_boundary_seen`` holds the last upload handled (and its
 error, if it was refused) so a rerun does not save it again. The map's clickable zones
 are the hexagons of the training trips or the polygons of a kept zone file
 (``settings_zone_choice``), a choice also kept in the data home
-(:func:`vrvm.services.area.set_zone_choice`). Uploading, choosing and removing zone
+(:func:`vrvm.services.map.area.set_zone_choice`). Uploading, choosing and removing zone
 files changes the map for everyone: analysts only (viewers see which file is drawn).
 """
 
@@ -19,11 +19,11 @@ import hashlib
 import streamlit as st
 
 from app_ui import access_view
-from vrvm.services import area as area_svc
-from vrvm.services import boundaries as boundaries_svc
-from vrvm.services import models
-from vrvm.services.access import Access
-from vrvm.services.text import plain_markdown
+from vrvm.services.access.policy import Access
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.map import area as area_svc
+from vrvm.services.map import boundaries as boundaries_svc
+from vrvm.services.versions import models
 
 SETTINGS_BASEMAP = "settings_basemap"
 SETTINGS_BOUNDARY_SEEN = "settings_boundary_seen"

@@ -13,7 +13,7 @@ import streamlit as st
 
 from app_ui import messages
 from app_ui.context import ModelContext
-from vrvm.services import store_admin
+from vrvm.services.analyst import store_admin
 
 
 def show(key: str, ctx: ModelContext) -> int:

@@ -20,7 +20,7 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from vrvm.services import forecast
+from vrvm.services.answers import forecast
 
 DEFAULT_THRESHOLD_MIN = 15.0
 

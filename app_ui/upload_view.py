@@ -7,10 +7,10 @@ State keys (prefixed with the component's ``key``):
 ``{key}_recipes``    recipe names to keep those options under, per file
 ``{key}_added``      files already added to the trip store (id -> message)
 
-Each file is read once (:func:`vrvm.services.uploads.read_upload`); nothing is stored
-until its "Add" button is pressed (:func:`vrvm.services.store_admin.add_upload`). Trips
+Each file is read once (:func:`vrvm.services.analyst.uploads.read_upload`); nothing is stored
+until its "Add" button is pressed (:func:`vrvm.services.analyst.store_admin.add_upload`). Trips
 outside the active model's area are flagged before they are added: they can train a new
-model, not update this one (:func:`vrvm.services.area_check.check_same_area`).
+model, not update this one (:func:`vrvm.services.analyst.area_check.check_same_area`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from __future__ import annotations
 import streamlit as st
 
 from app_ui.context import ModelContext
-from vrvm.services import area_check, boundaries, store_admin, uploads
-from vrvm.services.text import plain_markdown
+from vrvm.services.analyst import area_check, store_admin, uploads
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.map import boundaries
 
 
 def _file_id(upload) -> str:

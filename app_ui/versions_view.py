@@ -11,8 +11,8 @@ import streamlit as st
 
 from app_ui import messages
 from app_ui.context import ModelContext
-from vrvm.services import models
-from vrvm.services.text import plain_markdown
+from vrvm.services.display.text import plain_markdown
+from vrvm.services.versions import models
 
 
 def show(key: str, ctx: ModelContext) -> None:

@@ -6,7 +6,7 @@ start (synthetic city, default model) under a minute; later starts under 2 s.
 
 What is timed (wall clock, this machine, no browser):
 
-* **first start** - :func:`vrvm.services.demo.ensure_demo_model` on an empty home:
+* **first start** - :func:`vrvm.services.analyst.demo.ensure_demo_model` on an empty home:
   generate 20,000 synthetic trips, fit the default 8-member model, score it, save it;
 * **later start** - in a fresh Python process: import, load the saved model and its
   training trips, build the zone map (``service area``); and the first full run of
@@ -93,9 +93,12 @@ def main() -> None:
 
     from app_ui import charts, maps
     from vrvm import TravelTimeModel
-    from vrvm.services import area as area_svc
-    from vrvm.services import coverage as coverage_svc
-    from vrvm.services import demo, forecast, map_layers, models, places
+    from vrvm.services.analyst import demo
+    from vrvm.services.answers import forecast
+    from vrvm.services.map import area as area_svc
+    from vrvm.services.map import map_layers, places
+    from vrvm.services.planning import coverage as coverage_svc
+    from vrvm.services.versions import models
 
     rows = []
     home = args.home

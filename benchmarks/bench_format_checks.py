@@ -1,7 +1,7 @@
 """What the checks of formats, units and date range cost a read (issue 31).
 
 Every read now checks that its formats fit their columns
-(:func:`vrvm.trips.parsing.check_formats`: at most 1 % of a time column unreadable, a
+(:func:`vrvm.trips.files.parsing.check_formats`: at most 1 % of a time column unreadable, a
 stated date order not contradicted), that the travel-time unit gives plausible speeds
 (median over up to 100,000 rows) and drops departures outside 1970-2100
 (``out_of_range_time``). This script writes a CSV of ``--rows`` trips in the layout of
@@ -41,11 +41,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-import vrvm.trips.cleaning as cleaning
-from vrvm.trips.formats import FormatMismatchError, TimeFormats
-from vrvm.trips.layouts import resolve_layout
-from vrvm.trips.parsing import ColumnCheck, parse_columns
-from vrvm.trips.reader import read_trips
+import vrvm.trips.files.cleaning as cleaning
+from vrvm.trips.files.formats import FormatMismatchError, TimeFormats
+from vrvm.trips.files.layouts import resolve_layout
+from vrvm.trips.files.parsing import ColumnCheck, parse_columns
+from vrvm.trips.files.reader import read_trips
 
 ROLES = {
     "start_date": "date",

@@ -244,9 +244,9 @@ def _map_model():
 def _chain(data: bytes, home: Path, model=None, trips=None) -> dict:
     """Save the upload, load it back, name 2,500 points, build the map: times, or the
     refusal."""
-    from vrvm.services import area as area_svc
-    from vrvm.services import boundaries as svc
-    from vrvm.trips.zone_files import ZoneFileError
+    from vrvm.services.map import area as area_svc
+    from vrvm.services.map import boundaries as svc
+    from vrvm.trips.places.zone_files import ZoneFileError
 
     times = {}
     started = time.perf_counter()
@@ -284,10 +284,10 @@ def _chain(data: bytes, home: Path, model=None, trips=None) -> dict:
 
 def child(case: str, path: Path, trace: bool) -> dict:
     """One case in this (fresh) process: times and memory of the chain."""
-    import vrvm.services.boundaries  # noqa: F401 - imports before the baseline
+    import vrvm.services.map.boundaries  # noqa: F401 - imports before the baseline
 
     data = path.read_bytes()
-    from vrvm.trips._zone_checks import tally_json
+    from vrvm.trips.places._zone_checks import tally_json
 
     model, trips = _map_model()
 
@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_vertices is not None and args.child:
         import dataclasses
 
-        from vrvm.services import boundaries
+        from vrvm.services.map import boundaries
 
         boundaries.BOUNDARY_LIMITS = dataclasses.replace(
             boundaries.BOUNDARY_LIMITS, max_vertices=args.max_vertices

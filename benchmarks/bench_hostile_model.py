@@ -98,8 +98,8 @@ def _fifo(name: str):
 
 
 def _huge_weights(model_dir: Path) -> None:
-    from vrvm.trips.model_dir import load_model_dir, save_model_dir
-    from vrvm.trips.model_format import FORMAT_NAME
+    from vrvm.trips.model.model_format import FORMAT_NAME
+    from vrvm.trips.store.model_dir import load_model_dir, save_model_dir
 
     manifest = json.loads((model_dir / "model.json").read_text())
     version = manifest["format_version"]

@@ -9,7 +9,7 @@ time, the CPU time of all its threads (which other jobs on the machine do not in
 and its peak resident memory (the kernel's high-water mark ``VmHWM``, which an exec
 starts afresh, so the runner's own memory never counts).
 
-The model is the dashboard's default: :func:`vrvm.services.demo.ensure_demo_model` with
+The model is the dashboard's default: :func:`vrvm.services.analyst.demo.ensure_demo_model` with
 the default settings (Synthetica, 20,000 trips, 8 members, at most 1,000 basis
 functions, widths chosen automatically, seed 0), trained once into ``--work`` and kept
 there. The origins are the pick-up points and the destinations the drop-off points of
@@ -51,7 +51,7 @@ TARGET_MIB = 1024
 # ------------------------------------------------------------------------------ data
 def demo_model(work: Path) -> Path:
     """The default demo model's directory, trained once into ``work/home``."""
-    from vrvm.services.demo import demo_settings, ensure_demo_model
+    from vrvm.services.analyst.demo import demo_settings, ensure_demo_model
     from vrvm.trips.home import model_store
 
     home = work / "home"

@@ -2,8 +2,8 @@
 
 On the Chicago taxi sample, a model is trained as the test fixture does (3,000 trips
 drawn with seed 0, two members, kernel widths 1.5 and 3, at most 100 basis functions);
-then the viewer's table (:func:`vrvm.services.privacy.private_relevance_table`) and
-arcs (:func:`vrvm.services.privacy.relevance_arcs`) are built for k = 2 and 5, and the
+then the viewer's table (:func:`vrvm.services.map.privacy.private_relevance_table`) and
+arcs (:func:`vrvm.services.map.privacy.relevance_arcs`) are built for k = 2 and 5, and the
 rows a viewer received before (one per relevance vector) are counted. To see the cost
 on models with many more relevance vectors, the same is timed on tables of 3,000 and
 30,000 distinct training trips used as relevance vectors (wall time, and peak Python
@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 
 from vrvm import TravelTimeModel, read_trips
-from vrvm.services import privacy
-from vrvm.services.area import build_service_area
-from vrvm.services.relevance import relevance_table
+from vrvm.services.analyst.relevance import relevance_table
+from vrvm.services.map import privacy
+from vrvm.services.map.area import build_service_area
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "chicago_taxi_trips.csv"

@@ -19,7 +19,7 @@ small in memory):
     :func:`vrvm.read_trips` on 1,000,000 synthetic trips
     (:func:`vrvm.synthetic_city`, ten seeds of 100,000), as CSV and as gzip.
 ``upload_rows``
-    The dashboard's upload path (:func:`vrvm.services.uploads.read_upload`) on a gzip
+    The dashboard's upload path (:func:`vrvm.services.analyst.uploads.read_upload`) on a gzip
     of about 110 MB that expands to 1.5 GB of valid rows (some 20 million; each
     synthetic row 16 times with a different travel time, so gzip packs it 13-fold,
     under the 100-fold ratio guard and the 2,000 MB expansion cap): refused by the rows
@@ -159,7 +159,7 @@ def run_case(case: str, files: dict[str, str]) -> dict[str, Any]:
     import io
 
     import vrvm
-    from vrvm.trips.reader import read_trips
+    from vrvm.trips.files.reader import read_trips
 
     result: dict[str, Any] = {"vrvm": str(Path(vrvm.__file__).parent)}
     start = time.perf_counter()
@@ -170,7 +170,7 @@ def run_case(case: str, files: dict[str, str]) -> dict[str, Any]:
         trips, report = read_trips(files[case])
         result.update(rows=report.n_input, kept=len(trips))
     elif case == "upload_rows":
-        from vrvm.services.uploads import read_upload
+        from vrvm.services.analyst.uploads import read_upload
 
         data = Path(files[case]).read_bytes()
         result["compressed_mb"] = round(len(data) / MIB, 1)

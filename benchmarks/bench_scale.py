@@ -359,9 +359,9 @@ def evidence(n: int, settings: list[str], work: Path) -> dict[str, Any]:
     member, held-out scores. The functions set the cost of every prediction (K^2 per
     member and query), so this is the trade the default bound makes."""
     from vrvm import TravelTimeModel
-    from vrvm.trips.dataset import TripDataset
+    from vrvm.trips.files.dataset import TripDataset
+    from vrvm.trips.model.training import fit_dataset
     from vrvm.trips.synthetic import synthetic_city
-    from vrvm.trips.training import fit_dataset
 
     trips, test = trip_file(work, n), synthetic_city(50_000, seed=1)
     rows = []
@@ -432,7 +432,7 @@ def projection(runs: list[dict[str, Any]], workers=(8, 32, 128), sizes=(10**8, 1
     pass2 = n / (2 * (p["statistics"] - p["members"]))
     stage1 = (p["members"] - p["reading"]) * 2  # core-seconds of the 8 members' fits
     # pass 3 reads every row (at pass 1's rate) and sums at most OFFSET_TRIPS of them
-    from vrvm.trips.training import OFFSET_TRIPS
+    from vrvm.trips.model.training import OFFSET_TRIPS
 
     end2 = p.get("offsets", p["statistics"])
     summed = min(n, OFFSET_TRIPS)

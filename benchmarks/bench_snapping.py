@@ -2,14 +2,14 @@
 
 On the Chicago taxi sample (default cleaning of ``read_trips``), split once with the
 same hold-out split as the CLI (``split_holdout``, 20 %, seed 0), a model is trained on
-the rest and scored on the held-out trips; then :func:`vrvm.trips.snapping.snap_model`
+the rest and scored on the held-out trips; then :func:`vrvm.trips.model.snapping.snap_model`
 copies it with its relevance vectors moved to the centres of H3 cells of several
 resolutions and to 15- or 60-minute slots, and each copy is scored on the same trips:
 CRPS and mean NLL (seconds), 90 % interval coverage, MAE of the median, and how far the
 median moved. Several seeds of the model; the table reports means over seeds. The last
 row is what ``vrvm export`` and the dashboard do by default: the coarsest resolution
 whose cost on 2,000 of the model's *training* trips is at most 2 %
-(:func:`vrvm.trips.snapping.choose_snap_resolution`), scored on the held-out trips.
+(:func:`vrvm.trips.model.snapping.choose_snap_resolution`), scored on the held-out trips.
 
 Usage::
 
@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from vrvm import TravelTimeModel, read_trips
-from vrvm.trips.snapping import choose_snap_resolution, snap_model
-from vrvm.trips.split import split_holdout
+from vrvm.trips.model.snapping import choose_snap_resolution, snap_model
+from vrvm.trips.model.split import split_holdout
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "chicago_taxi_trips.csv"
@@ -55,7 +55,7 @@ def _scores(model: TravelTimeModel, test, reference_median=None) -> dict:
 
 
 def _distance_moved_km(model: TravelTimeModel, snapped: TravelTimeModel) -> float:
-    from vrvm.trips.geo import haversine_km
+    from vrvm.trips.places.geo import haversine_km
 
     a, b = model.relevance_trips(), snapped.relevance_trips()
     moved = np.concatenate(

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _SETUP = """
 import sys
-from vrvm.services.demo import demo_settings, ensure_demo_model
+from vrvm.services.analyst.demo import demo_settings, ensure_demo_model
 ensure_demo_model(sys.argv[1], demo_settings({"VRVM_DEMO_TRIPS": "3000",
     "VRVM_DEMO_MEMBERS": "2", "VRVM_DEMO_MAX_BASIS": "150", "VRVM_DEMO_WIDTHS": "1.5, 3",
     "VRVM_N_JOBS": "1"}))
@@ -64,8 +64,8 @@ print(sum(c == 0 for c in codes))
 _THREADS = """
 import sys, threading
 import numpy as np
-from vrvm.trips.model_dir import save_model_dir
-from vrvm.trips.model_store import ModelStore
+from vrvm.trips.store.model_dir import save_model_dir
+from vrvm.trips.store.model_store import ModelStore
 def write(d):
     save_model_dir(d, metadata={}, arrays={"w": np.zeros(3)}, format_name="x", format_version=1)
 def publish():

@@ -11,7 +11,7 @@ each in a fresh Python process:
   support index (default hexagons, the synthetic city's boundaries); peak RSS;
 * **Predict page** - the first full run of ``app.py`` under
   ``streamlit.testing.v1.AppTest`` (imports Streamlit, renders the page); peak RSS;
-* **OD answer** - :func:`vrvm.services.forecast.answer_od` after the context, for
+* **OD answer** - :func:`vrvm.services.answers.forecast.answer_od` after the context, for
   random pairs of zones holding trip ends (the forecast, density, profile, observed
   trips of the pair, support counts); median and p90;
 * **trip store** - the Retrain page's overview (summary and batches), the distance of

@@ -106,8 +106,8 @@ from vrvm import TravelTimeModel
 from vrvm.engine.metrics import DEFAULT_LEVELS, evaluate_distribution, point_errors
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.trips import CleaningConfig, read_trips
-from vrvm.trips.features import TripFeaturizer
-from vrvm.trips.geo import haversine_km
+from vrvm.trips.model.features import TripFeaturizer
+from vrvm.trips.places.geo import haversine_km
 
 logger = logging.getLogger("bench_trips")
 
@@ -128,7 +128,7 @@ SYNTHETIC_TRIPS = 14_000  # about the Chicago sample's size
 def synthetic_trips(cleaning):
     """Synthetica's trips (``--city synthetic``), cleaned like a file's."""
     from vrvm import synthetic_city
-    from vrvm.trips.cleaning import clean_trips
+    from vrvm.trips.files.cleaning import clean_trips
 
     return clean_trips(synthetic_city(SYNTHETIC_TRIPS, seed=0), cleaning, source="synthetic_city")
 

@@ -85,7 +85,7 @@ def load_average() -> float:
 
 def ensure_home(home: Path | None) -> Path:
     """A data home with the default demo model (trained now unless ``home`` has one)."""
-    from vrvm.services import demo
+    from vrvm.services.analyst import demo
 
     if home is None:
         home = Path(tempfile.mkdtemp(prefix="vrvm-bench-ui-")) / "home"
@@ -96,8 +96,8 @@ def ensure_home(home: Path | None) -> Path:
 
 def service_area(home: Path):
     from vrvm import TravelTimeModel
-    from vrvm.services import area as area_svc
-    from vrvm.services import models
+    from vrvm.services.map import area as area_svc
+    from vrvm.services.versions import models
 
     _, path = models.active_model_path(home)
     model = TravelTimeModel.load(path)
@@ -116,8 +116,9 @@ def zone_targets(area, width: float, height: float, n: int) -> list[tuple[str, f
 
 
 def shared_url(base: str, model, area) -> str:
-    from vrvm.services import forecast, schedule, url_state
-    from vrvm.services.places import ODState
+    from vrvm.services.answers import forecast, schedule
+    from vrvm.services.map.places import ODState
+    from vrvm.services.planning import url_state
 
     origin, dest = schedule.default_pair(area)
     departure = forecast.default_departure(model.tz_).replace(hour=8, minute=15)

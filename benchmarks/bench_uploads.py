@@ -2,7 +2,7 @@
 
 The Plan page's bases and demand files can be uploaded by anyone who can see the page
 (anonymous viewers included), so each must be cheap to refuse. Each case runs
-:func:`vrvm.services.fleet_files.read_demand_csv` (the bases reader takes the same
+:func:`vrvm.services.planning.fleet_files.read_demand_csv` (the bases reader takes the same
 path) in a fresh child process on the bytes of one file. Cases:
 
 ``demand_10k``
@@ -73,7 +73,7 @@ def _rss_mb() -> float:
 def _area():
     import pandas as pd
 
-    from vrvm.services.area import ServiceArea, ViewState
+    from vrvm.services.map.area import ServiceArea, ViewState
 
     grid = pd.DataFrame(
         {
@@ -88,7 +88,7 @@ def _area():
 
 def child(case: str, path: Path) -> dict:
     """One case in this (fresh) process."""
-    from vrvm.services import fleet_files
+    from vrvm.services.planning import fleet_files
 
     area = _area()
     data = path.read_bytes()

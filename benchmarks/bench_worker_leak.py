@@ -12,7 +12,7 @@ Parents (``--parent``):
 
 ``dashboard`` (default)
     What the dashboard runs on first start:
-    :func:`vrvm.services.demo.ensure_demo_model` on an empty home with the default
+    :func:`vrvm.services.analyst.demo.ensure_demo_model` on an empty home with the default
     demo settings (20,000 synthetic trips, 8 members, ``VRVM_N_JOBS`` = 2), in a
     thread that then ends (Streamlit runs pages in script threads; ``--main-thread``
     to train in the main thread), then it stays up like the server does (so kills

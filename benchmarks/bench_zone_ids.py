@@ -2,7 +2,7 @@
 
 Trip files that give zone ids instead of coordinates (NYC TLC records since 2016-07:
 ``PULocationID``/``DOLocationID``) are read by placing each end at its zone's
-representative point (:meth:`vrvm.trips.zone_files.ZoneFile.representative_points`, a
+representative point (:meth:`vrvm.trips.places.zone_files.ZoneFile.representative_points`, a
 point guaranteed inside the polygon). This script measures what that costs on real trips
 that have both: the NYC 2016 sample (``../shared/data/nyc_taxi_2016_sample.csv``, the
 6,000 ``train`` and 2,000 ``valid`` rows that carry a duration) and the 263 NYC taxi
@@ -55,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from vrvm import TravelTimeModel
-from vrvm.trips.geo import haversine_km
-from vrvm.trips.zone_files import ZoneFile
+from vrvm.trips.places.geo import haversine_km
+from vrvm.trips.places.zone_files import ZoneFile
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 REFERENCE_MONDAY = pd.Timestamp("1970-01-05")

@@ -32,7 +32,8 @@ import bench_trips as bt
 
 from vrvm import TravelTimeModel
 from vrvm.engine.mixture import MixtureDistribution
-from vrvm.trips import _ensemble, read_trips
+from vrvm.trips import read_trips
+from vrvm.trips.model import _ensemble
 
 
 def cell_pairs(trips: pd.DataFrame, resolution: int) -> np.ndarray:

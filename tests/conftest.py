@@ -56,7 +56,7 @@ def tiny_home(tmp_path_factory):
     synthetic_city(3000), two members, at most 150 basis functions, explicit widths:
     about two seconds to train.
     """
-    from vrvm.services.demo import demo_settings, ensure_demo_model
+    from vrvm.services.analyst.demo import demo_settings, ensure_demo_model
 
     home = tmp_path_factory.mktemp("vrvm-home")
     ensure_demo_model(home, demo_settings(TINY_DEMO_ENV))
@@ -75,7 +75,7 @@ def tiny_model(tiny_home):
 @pytest.fixture(scope="session")
 def tiny_area(tiny_home, tiny_model):
     """The tiny model's service area (zones over its training trips)."""
-    from vrvm.services.area import build_service_area
+    from vrvm.services.map.area import build_service_area
     from vrvm.trips.home import load_training_trips
 
     trips = load_training_trips(tiny_home, tiny_model)
@@ -108,7 +108,7 @@ def chicago_home_built(tmp_path_factory):
     (two members, at most 100 basis functions: a few seconds), its training trips kept.
     Read-only: use ``chicago_home``."""
     from vrvm import TravelTimeModel, read_trips
-    from vrvm.services.models import publish_model
+    from vrvm.services.versions.models import publish_model
 
     trips, _ = read_trips(_require("chicago_taxi_trips.csv"))
     trips = trips.sample(n=CHICAGO_TRIPS, random_state=0).sort_values("start_time")

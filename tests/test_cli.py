@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from vrvm.cli import main
-from vrvm.services.demo import demo_predictions
-from vrvm.services.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
-from vrvm.trips.model import TravelTimeModel
+from vrvm.services.analyst.demo import demo_predictions
+from vrvm.services.answers.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
+from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, synthetic_city, synthetic_city_geojson
 
 TRAIN_FAST = ["--members", "2", "--widths", "1,2", "--max-basis", "100", "--seed", "0"]
@@ -311,7 +311,7 @@ def test_train_with_holdout_stores_and_prints_the_metrics(workdir, tmp_path):
 
 
 def test_holdout_split_is_seeded_disjoint_and_in_file_order():
-    from vrvm.trips.split import split_holdout as _split_holdout
+    from vrvm.trips.model.split import split_holdout as _split_holdout
 
     trips = synthetic_city(200, seed=5)
     trips["tag"] = np.arange(200)
@@ -380,7 +380,7 @@ def test_demo_predictions_are_consistent(workdir):
 
 
 def test_demo_places_are_on_the_synthetic_map():
-    from vrvm.services.demo import DEMO_TRIPS as _DEMO_TRIPS
+    from vrvm.services.analyst.demo import DEMO_TRIPS as _DEMO_TRIPS
     from vrvm.trips.synthetic import synthetic_lat_lon as _synthetic_lat_lon
 
     airport = next(
@@ -416,7 +416,7 @@ def test_progress_bar_redraws_on_a_terminal():
 
 
 def test_update_a_model_directory_and_a_store(workdir, tmp_path):
-    from vrvm.trips.model_store import ModelStore
+    from vrvm.trips.store.model_store import ModelStore
 
     root, _, _ = workdir
     new = synthetic_city(300, seed=21)

@@ -10,8 +10,8 @@ import numpy as np
 
 from tests.test_cli import run
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.services.access import os_user, verify_passphrase_hash
-from vrvm.services.models import versions_table
+from vrvm.services.access.policy import os_user, verify_passphrase_hash
+from vrvm.services.versions.models import versions_table
 from vrvm.trips.home import audit_log, model_store
 
 

@@ -16,7 +16,7 @@ import pytest
 from vrvm import synthetic_city
 from vrvm.cli import _matrix as cli_matrix
 from vrvm.cli import main
-from vrvm.services import matrix
+from vrvm.services.answers import matrix
 
 DEPART = "2024-03-05 08:15"
 

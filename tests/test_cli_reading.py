@@ -10,7 +10,7 @@ import pytest
 
 from tests.trips.test_formats import _day_first_decimal_hour_csv, _zone_id_version
 from vrvm.cli import main
-from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.model.travel_time import TravelTimeModel
 
 TRAIN_FAST = ["--members", "2", "--widths", "1,2", "--max-basis", "100", "--seed", "0"]
 

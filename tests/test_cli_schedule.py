@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from vrvm.cli import main
-from vrvm.services import schedule
-from vrvm.services.places import Place
+from vrvm.services.answers import schedule
+from vrvm.services.map.places import Place
 from vrvm.trips.home import model_store
-from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.model.travel_time import TravelTimeModel
 
 ORIGIN = (-39.984969, -30.001111)  # Downtown Synthetica
 DEST = (-40.084852, -29.812487)  # Synthetica International Airport

@@ -1,7 +1,7 @@
 """Crash consistency of the stores: writers killed with SIGKILL, then the next open heals.
 
 Each writer is a real ``vrvm`` subprocess. ``VRVM_CRASH_AT`` names the point where it
-kills itself (:mod:`vrvm.trips._faults`): after reserving a version number, after
+kills itself (:mod:`vrvm.trips.store._faults`): after reserving a version number, after
 writing its journal entry, with the model staged, committed but not active, active but
 with the journal entry left, while retention removes a version, between the two
 renames of a plain model directory's save, with a temporary file synced but not
@@ -33,8 +33,8 @@ import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.cli import main
-from vrvm.trips._faults import CRASH_ENV
 from vrvm.trips.home import audit_log, heal_home, model_store, trip_store
+from vrvm.trips.store._faults import CRASH_ENV
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL and flock are POSIX")
 

@@ -38,7 +38,7 @@ def _imports(path: Path) -> set[str]:
                 parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*parent, base] if base else parent)
             names.add(base)
-            # ``from vrvm.trips import model`` imports the module vrvm.trips.model
+            # ``from vrvm.trips import model`` imports the module vrvm.trips.model.travel_time
             names.update(f"{base}.{alias.name}" for alias in node.names)
     return names
 

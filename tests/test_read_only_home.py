@@ -28,9 +28,7 @@ import pytest
 
 from vrvm import synthetic_city
 from vrvm.cli import main
-from vrvm.services.live import LiveModel
-from vrvm.trips._faults import CRASH_ENV
-from vrvm.trips.durable import StorageError
+from vrvm.services.answers.live import LiveModel
 from vrvm.trips.home import (
     READ_ONLY_ENV,
     audit_log,
@@ -38,6 +36,8 @@ from vrvm.trips.home import (
     model_store,
     read_only_reason,
 )
+from vrvm.trips.store._faults import CRASH_ENV
+from vrvm.trips.store.durable import StorageError
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="permission bits and SIGKILL")
 
@@ -259,7 +259,7 @@ def test_a_user_whom_permission_bits_stop_lists_versions_without_a_traceback(cra
 def test_a_read_only_setting_on_a_writable_home_writes_nothing_even_a_sign_in(
     crashed_home, monkeypatch
 ):
-    from vrvm.services.access import ANALYST, Access, record
+    from vrvm.services.access.policy import ANALYST, Access, record
 
     monkeypatch.setenv(READ_ONLY_ENV, "1")
     before = _snapshot(crashed_home)

@@ -12,8 +12,8 @@ import io
 import pytest
 
 from vrvm.cli import _one_line, main
-from vrvm.trips import durable
-from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.model.travel_time import TravelTimeModel
+from vrvm.trips.store import durable
 
 TRAIN_FAST = ["--members", "1", "--widths", "1.5", "--max-basis", "50", "--seed", "0", "-q"]
 

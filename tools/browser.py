@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from vrvm import TravelTimeModel
-from vrvm.services import models
-from vrvm.services.area import (
+from vrvm.services.map.area import (
     ViewState,
     build_service_area,
     load_zone_choice,
@@ -32,6 +31,7 @@ from vrvm.services.area import (
     mercator_y,
     zone_choice,
 )
+from vrvm.services.versions import models
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (apt-get install -y chromium)

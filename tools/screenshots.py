@@ -71,8 +71,8 @@ def city_home(path: Path, home: Path, zones: str | None = None) -> None:
     """Train the default model on a real trip file and publish it in ``home``; with
     ``zones`` (``FILE:ID_PROPERTY``) keep that zone file and make it the clickable zones."""
     from vrvm import TravelTimeModel, read_trips
-    from vrvm.services.area import set_zone_choice
-    from vrvm.services.models import default_model_name, publish_model
+    from vrvm.services.map.area import set_zone_choice
+    from vrvm.services.versions.models import default_model_name, publish_model
     from vrvm.trips.home import add_zone_file
 
     trips, report = read_trips(path)

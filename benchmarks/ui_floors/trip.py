@@ -4,8 +4,8 @@ button that exchanges its origin and destination (as the page's own does)."""
 import streamlit as st
 
 from app_ui import context, od_picker
-from vrvm.services import schedule
-from vrvm.services.places import ODState
+from vrvm.services.answers import schedule
+from vrvm.services.map.places import ODState
 
 OD = "od"
 

@@ -21,11 +21,11 @@ import pytest
 from fastapi import FastAPI
 
 from vrvm.api._errors import INTERNAL_ERROR, InternalErrors
-from vrvm.services.coverage import coverage_grid
-from vrvm.services.live import LiveModel
-from vrvm.services.matrix import matrix_frame
-from vrvm.services.models import publish_model
-from vrvm.services.places import place_from_zone
+from vrvm.services.answers.live import LiveModel
+from vrvm.services.answers.matrix import matrix_frame
+from vrvm.services.map.places import place_from_zone
+from vrvm.services.planning.coverage import coverage_grid
+from vrvm.services.versions.models import publish_model
 
 
 def _matrix_body(zones, m=3, n=4, **extra):

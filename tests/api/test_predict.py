@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from vrvm.api.batching import TripBatcher
-from vrvm.services.indices import reliability_indices
-from vrvm.services.live import LiveModel
-from vrvm.services.summaries import trip_summaries
-from vrvm.services.support import origin_support
+from vrvm.services.answers.indices import reliability_indices
+from vrvm.services.answers.live import LiveModel
+from vrvm.services.answers.summaries import trip_summaries
+from vrvm.services.map.support import origin_support
 
 
 def _trip(a, b, depart="2024-03-12T08:00:00"):

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app.test_pages import APP, RELEVANCE, RETRAIN, TIMEOUT, _csv, metrics, no_exception
 from vrvm import synthetic_city
-from vrvm.services import access as access_svc
+from vrvm.services.access import policy as access_svc
 from vrvm.trips.home import audit_log, model_store, trip_store
 
 PLAN = "pages/3_Plan.py"

@@ -11,8 +11,9 @@ import plotly.graph_objects as go
 import pytest
 
 from app_ui import charts, map_image
-from vrvm.services import coverage, forecast
-from vrvm.services.places import place_from_zone
+from vrvm.services.answers import forecast
+from vrvm.services.map.places import place_from_zone
+from vrvm.services.planning import coverage
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +95,8 @@ def test_the_reach_map_draws_as_a_png(tiny_model, tiny_area):
 
 def test_the_reach_map_png_draws_polygon_zones():
     """A planner's polygons (one of them in two parts) are drawn from their shapes."""
-    from vrvm.services.area import ServiceArea
-    from vrvm.services.places import Place
+    from vrvm.services.map.area import ServiceArea
+    from vrvm.services.map.places import Place
 
     square = [[0.0, 0.0], [0.01, 0.0], [0.01, 0.01], [0.0, 0.01], [0.0, 0.0]]
     shifted = [[x + 0.02, y] for x, y in square]

@@ -57,7 +57,7 @@ def label_at(home, index: int) -> str:
 
 
 def after_click(before: tuple[str | None, str | None], label: str) -> tuple[str, str | None]:
-    """The pair after a click on ``label`` (:func:`vrvm.services.places.apply_map_click`):
+    """The pair after a click on ``label`` (:func:`vrvm.services.map.places.apply_map_click`):
     the destination when only an origin is set, else the origin of a new pair."""
     origin, dest = before
     return (origin, label) if origin is not None and dest is None else (label, None)

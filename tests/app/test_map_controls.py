@@ -13,8 +13,8 @@ import pytest
 
 from app_ui import maps
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.services.area import build_service_area
-from vrvm.services.places import ODState
+from vrvm.services.map.area import build_service_area
+from vrvm.services.map.places import ODState
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,9 @@ import pytest
 from app_ui import maps
 from tests.app.test_pages import shown
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.services.area import build_service_area
-from vrvm.services.places import ODState, place_from_zone
-from vrvm.trips.zone_files import ZoneFile
+from vrvm.services.map.area import build_service_area
+from vrvm.services.map.places import ODState, place_from_zone
+from vrvm.trips.places.zone_files import ZoneFile
 
 XSS_IMG = "<img src=x onerror=alert(1)>"
 XSS_LINK = "[x](javascript:alert(1))"

@@ -22,14 +22,15 @@ from streamlit.testing.v1 import AppTest
 from tests.app.test_pages import APP, TIMEOUT, metrics, no_exception, run_app, shown
 from tests.app.test_zone_polygons import HEXAGONS, districts_geojson
 from vrvm import TravelTimeModel
-from vrvm.services import area as area_svc
-from vrvm.services import boundaries as boundaries_svc
-from vrvm.services import forecast, models, schedule
-from vrvm.services.area import build_service_area
-from vrvm.services.places import place_from_label
+from vrvm.services.answers import forecast, schedule
+from vrvm.services.map import area as area_svc
+from vrvm.services.map import boundaries as boundaries_svc
+from vrvm.services.map.area import build_service_area
+from vrvm.services.map.places import place_from_label
+from vrvm.services.versions import models
 from vrvm.trips.home import load_training_trips, model_store
+from vrvm.trips.places.zone_files import ZoneFile
 from vrvm.trips.synthetic import synthetic_city
-from vrvm.trips.zone_files import ZoneFile
 
 KOLKATA = "Asia/Kolkata"  # UTC+05:30 all year: no daylight saving to step over
 DEPARTURE = "2024-03-05T08:15"

@@ -21,7 +21,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
 from vrvm import synthetic_city
-from vrvm.services.area import ServiceArea, build_service_area
+from vrvm.services.map.area import ServiceArea, build_service_area
 from vrvm.trips.home import load_training_trips, model_store, trip_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def test_predict_page_first_run(vrvm_home):
 
 def test_a_first_visit_opens_on_a_busy_trip_with_its_answer(vrvm_home):
     """No empty state: a busy pair across the city, its answer, and what to click next."""
-    from vrvm.services.schedule import default_pair
+    from vrvm.services.answers.schedule import default_pair
 
     origin, dest = default_pair(area_of(vrvm_home))
     at = run_app()

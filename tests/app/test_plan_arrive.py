@@ -27,8 +27,8 @@ from tests.app.test_pages import (
     table_with,
 )
 from vrvm import TravelTimeModel
-from vrvm.services import schedule
-from vrvm.services.forecast import combine_departure
+from vrvm.services.answers import schedule
+from vrvm.services.answers.forecast import combine_departure
 from vrvm.trips.home import model_store
 
 PLAN = "pages/3_Plan.py"

@@ -36,10 +36,12 @@ from tests.app.test_pages import (
 )
 from tests.app.test_zone_polygons import HEXAGONS, districts_geojson
 from vrvm import TravelTimeModel
-from vrvm.services import fleet, fleet_files, models, places
-from vrvm.services.forecast import combine_departure
+from vrvm.services.answers.forecast import combine_departure
+from vrvm.services.map import places
+from vrvm.services.planning import fleet, fleet_files
+from vrvm.services.versions import models
 from vrvm.trips.home import add_zone_file, model_store
-from vrvm.trips.zone_files import ZoneFile
+from vrvm.trips.places.zone_files import ZoneFile
 
 PLAN = "pages/3_Plan.py"
 KEY = "plan_fleet"

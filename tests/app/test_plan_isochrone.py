@@ -18,9 +18,9 @@ from streamlit.testing.v1 import AppTest
 from tests.app.test_pages import APP, TIMEOUT, area_of, click_zone, deck, no_exception, table_with
 from tests.app.test_zone_polygons import districts_geojson
 from vrvm import TravelTimeModel
-from vrvm.services.forecast import combine_departure
-from vrvm.services.isochrones import probability_isochrones
-from vrvm.services.places import central_place
+from vrvm.services.answers.forecast import combine_departure
+from vrvm.services.map.places import central_place
+from vrvm.services.planning.isochrones import probability_isochrones
 from vrvm.trips.home import add_zone_file, model_store
 
 PLAN = "pages/3_Plan.py"
@@ -103,7 +103,7 @@ def test_direction_to_and_a_click_moves_the_place(vrvm_home):
     at = click_zone(at, area, row, key=f"{KEY}_map")
     no_exception(at)
     assert at.selectbox(key=f"{KEY}_place").value == area.grid["label"][row]
-    from vrvm.services.places import place_from_zone
+    from vrvm.services.map.places import place_from_zone
 
     moved = expected(vrvm_home, place_from_zone(area, area.grid["zone"][row]), "to")
     table = table_with(at, "area (km²)")

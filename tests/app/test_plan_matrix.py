@@ -14,8 +14,9 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from tests.app.test_pages import APP, TIMEOUT, area_of, no_exception, table_with
-from vrvm.services import matrix, places
-from vrvm.services.forecast import combine_departure
+from vrvm.services.answers import matrix
+from vrvm.services.answers.forecast import combine_departure
+from vrvm.services.map import places
 
 PLAN = "pages/3_Plan.py"
 KEY = "plan_matrix"

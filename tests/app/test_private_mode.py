@@ -35,9 +35,9 @@ from streamlit.testing.v1.element_tree import Dataframe
 from tests.app.test_access_pages import PASSPHRASE, PLAN, _nodes, open_page, sign_in
 from tests.app.test_pages import APP, RELEVANCE, RETRAIN, no_exception
 from vrvm import TravelTimeModel
-from vrvm.services.area import build_service_area
-from vrvm.services.privacy import OTHER_PAIRS
-from vrvm.services.relevance import relevance_table
+from vrvm.services.analyst.relevance import relevance_table
+from vrvm.services.map.area import build_service_area
+from vrvm.services.map.privacy import OTHER_PAIRS
 from vrvm.trips.home import load_training_trips, model_store, training_trip_table
 
 _NUMBER = re.compile(r"-?\d+\.\d+")

@@ -17,7 +17,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import TINY_DEMO_ENV
-from vrvm.trips import durable
+from vrvm.trips.store import durable
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [None, "pages/1_Relevance_vectors.py", "pages/2_Retrain.py"]

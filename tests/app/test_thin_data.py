@@ -13,8 +13,8 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
 from vrvm import TravelTimeModel
-from vrvm.services.area import build_service_area
-from vrvm.services.support import origin_support
+from vrvm.services.map.area import build_service_area
+from vrvm.services.map.support import origin_support
 from vrvm.trips.home import load_training_trips, model_store
 
 REPO = Path(__file__).resolve().parents[2]

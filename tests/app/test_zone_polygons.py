@@ -179,7 +179,7 @@ def test_a_kept_boundary_file_that_no_longer_builds_leaves_every_page_working(
     message and every page works."""
     from tests.app.test_pages import RETRAIN
     from vrvm.trips.home import set_clickable_zone_file, set_map_zone_file
-    from vrvm.trips.zone_files import ZoneFileLimits
+    from vrvm.trips.places.zone_files import ZoneFileLimits
 
     monkeypatch.setenv("VRVM_ANALYST_PASSPHRASE", "correct horse battery staple")
     document = json.loads(districts_geojson())
@@ -208,7 +208,7 @@ def _kept_under_looser_checks(home, name: str = "old", file_name: str = "old.geo
     """A boundary file kept as an older version kept it (a 100,000-character property,
     beyond today's checks), shown on the map but not the clickable zones."""
     from vrvm.trips.home import set_map_zone_file
-    from vrvm.trips.zone_files import ZoneFileLimits
+    from vrvm.trips.places.zone_files import ZoneFileLimits
 
     document = json.loads(districts_geojson())
     document["features"][1]["properties"]["note"] = "x" * 100_000
@@ -222,7 +222,7 @@ def test_the_sidebar_says_why_a_kept_boundary_file_can_no_longer_be_used(vrvm_ho
     """Issue 32 follow-up: the sidebar said only "can no longer be read"; now the
     refusal's message, as plain text (the file name is the uploader's), to analysts and
     viewers. The uploader refuses a file beyond the boundary size limit in the browser."""
-    from vrvm.services import boundaries as boundaries_svc
+    from vrvm.services.map import boundaries as boundaries_svc
 
     _kept_under_looser_checks(vrvm_home, file_name="<b>old</b>_*zones*.geojson")
     at = run_app(t="2024-03-05T08:15")
@@ -255,7 +255,7 @@ def test_a_boundary_file_the_map_sets_aside_is_said_on_every_page(vrvm_home, mon
     """``ServiceArea.boundary_problem`` (the file read, but the map could not be built
     with it) is said once, as a warning, on every page, as plain text."""
     from tests.app.test_pages import RETRAIN
-    from vrvm.services import area as area_svc
+    from vrvm.services.map import area as area_svc
     from vrvm.trips.home import set_map_zone_file
 
     add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vrvm.services.places import place_from_zone
+from vrvm.services.map.places import place_from_zone
 
 
 @pytest.fixture(scope="session")

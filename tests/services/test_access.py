@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vrvm.services import access, models, store_admin
-from vrvm.services.access import (
+from vrvm.services.access import policy as access
+from vrvm.services.access.policy import (
     ANALYST,
     PERMISSIONS,
     VIEWER,
@@ -22,6 +22,8 @@ from vrvm.services.access import (
     sign_in_with_passphrase,
     verify_passphrase_hash,
 )
+from vrvm.services.analyst import store_admin
+from vrvm.services.versions import models
 from vrvm.trips.home import audit_log, trip_store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,11 +7,11 @@ import numpy as np
 
 from tools.browser import lnglat_to_pixel
 from vrvm import TravelTimeModel, read_trips
-from vrvm.services.area import build_service_area
-from vrvm.services.boundaries import parse_geojson
-from vrvm.services.models import is_synthetic
+from vrvm.services.map.area import build_service_area
+from vrvm.services.map.boundaries import parse_geojson
+from vrvm.services.versions.models import is_synthetic
 from vrvm.trips.home import load_training_trips
-from vrvm.trips.zones import latlng_to_zone
+from vrvm.trips.places.zones import latlng_to_zone
 
 
 def test_zones_cover_every_training_trip_end(tiny_area, tiny_home, tiny_model):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vrvm import read_trips, synthetic_city
-from vrvm.services.area_check import (
+from vrvm.services.analyst.area_check import (
     AREA_PAD_KM,
     MIN_SHARE_INSIDE,
     check_same_area,

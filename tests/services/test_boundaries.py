@@ -10,8 +10,8 @@ import shapely
 from shapely.geometry import shape
 
 from vrvm import synthetic_city_geojson
-from vrvm.services import boundaries as svc
-from vrvm.services.boundaries import boundary_layers, parse_geojson, place_names
+from vrvm.services.map import boundaries as svc
+from vrvm.services.map.boundaries import boundary_layers, parse_geojson, place_names
 
 
 def test_place_names_with_community_areas_and_holes():
@@ -216,9 +216,9 @@ def test_the_map_names_zones_after_the_file_alone_whatever_the_idle_ring(
 ):
     """Issue 32: the hexagons drawn faintly around the zones were added to the file
     before naming, so a file at the feature limit failed on every page."""
-    from vrvm.services.area import build_service_area
+    from vrvm.services.map.area import build_service_area
     from vrvm.trips.home import load_training_trips
-    from vrvm.trips.zone_files import ZoneFileLimits
+    from vrvm.trips.places.zone_files import ZoneFileLimits
 
     features = _squares(300)
     monkeypatch.setattr(svc, "BOUNDARY_LIMITS", ZoneFileLimits(max_features=300))
@@ -236,9 +236,9 @@ def test_a_boundary_file_that_fails_later_is_set_aside_not_the_map(
 ):
     """Issue 32: a kept file beyond today's checks (kept by an older version) is refused
     when the map reads it, and a document that still fails is set aside by the map."""
-    from vrvm.services.area import build_service_area
+    from vrvm.services.map.area import build_service_area
     from vrvm.trips.home import add_zone_file, load_training_trips, set_map_zone_file
-    from vrvm.trips.zone_files import ZoneFileLimits
+    from vrvm.trips.places.zone_files import ZoneFileLimits
 
     home = tmp_path / "home"
     features = _squares(3)
@@ -272,7 +272,7 @@ def test_boundary_files_hold_at_most_500000_vertices(tmp_path, shared_data, monk
     far below the cap; a kept file over it (kept by an older version) is refused when the
     map reads it, on the bytes."""
     from vrvm.trips.home import add_zone_file, set_map_zone_file
-    from vrvm.trips.zone_files import ZoneFileLimits
+    from vrvm.trips.places.zone_files import ZoneFileLimits
 
     assert svc.BOUNDARY_LIMITS.max_vertices == svc.MAX_BOUNDARY_VERTICES == 500_000
     for name, vertices in (("nyc_taxi_zones", 98_192), ("chicago_community_areas", 52_641)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vrvm.services.colours import binned_colors, nice_edges
+from vrvm.services.display.colours import binned_colors, nice_edges
 
 
 def test_binned_colours_and_nice_edges():

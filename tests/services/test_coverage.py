@@ -10,8 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.services.colours import THIN_SWATCH
-from vrvm.services.coverage import (
+from vrvm.services.answers.forecast import forecast_od
+from vrvm.services.display.colours import THIN_SWATCH
+from vrvm.services.map.places import place_from_zone
+from vrvm.services.map.support import THIN_TRIPS, minute_of_day, pair_support
+from vrvm.services.planning.coverage import (
     THIN_LEGEND,
     coverage_colors,
     coverage_csv,
@@ -20,9 +23,6 @@ from vrvm.services.coverage import (
     coverage_map,
     reachable_summary,
 )
-from vrvm.services.forecast import forecast_od
-from vrvm.services.places import place_from_zone
-from vrvm.services.support import THIN_TRIPS, minute_of_day, pair_support
 
 DEPARTURE = pd.Timestamp("2024-03-05 08:15", tz="UTC")
 

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from vrvm.cli._output import write_table
-from vrvm.services import matrix
-from vrvm.services.coverage import coverage_csv, coverage_grid
-from vrvm.services.csv_cells import FORMULA_STARTS, safe_cell, safe_cells
-from vrvm.services.fleet import fleet_coverage, rank_new_base, zone_demand
-from vrvm.services.fleet_files import bases_csv, candidates_csv, fleet_csv, read_bases_csv
-from vrvm.services.places import busiest_zones, place_from_zone
+from vrvm.services.answers import matrix
+from vrvm.services.display.csv_cells import FORMULA_STARTS, safe_cell, safe_cells
+from vrvm.services.map.places import busiest_zones, place_from_zone
+from vrvm.services.planning.coverage import coverage_csv, coverage_grid
+from vrvm.services.planning.fleet import fleet_coverage, rank_new_base, zone_demand
+from vrvm.services.planning.fleet_files import bases_csv, candidates_csv, fleet_csv, read_bases_csv
 
 EVIL = "=cmd|' /C calc'!A0"
 DEPARTURE = pd.Timestamp("2024-03-05 08:15")

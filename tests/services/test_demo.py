@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from vrvm.services.demo import demo_settings, ensure_demo_model
+from vrvm.services.analyst.demo import demo_settings, ensure_demo_model
 from vrvm.trips.home import model_store
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from vrvm import synthetic_city
-from vrvm.services.evaluation import metrics_table
-from vrvm.services.units import format_metric, metric_label, metric_value
+from vrvm.services.analyst.evaluation import metrics_table
+from vrvm.services.display.units import format_metric, metric_label, metric_value
 
 
 def test_every_row_of_the_metrics_table_names_its_unit(tiny_model):

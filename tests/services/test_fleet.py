@@ -16,10 +16,11 @@ import pytest
 from scipy import stats
 
 from vrvm.engine.mixture import MixtureDistribution
-from vrvm.services import fleet
-from vrvm.services.area import ServiceArea, ViewState, build_service_area
-from vrvm.services.coverage import coverage_grid
-from vrvm.services.fleet import (
+from vrvm.services.map.area import ServiceArea, ViewState, build_service_area
+from vrvm.services.map.places import Place
+from vrvm.services.planning import fleet
+from vrvm.services.planning.coverage import coverage_grid
+from vrvm.services.planning.fleet import (
     FLEET_METRICS,
     MAX_BASES,
     bases_at_points,
@@ -32,7 +33,7 @@ from vrvm.services.fleet import (
     toggle_zone_base,
     zone_demand,
 )
-from vrvm.services.fleet_files import (
+from vrvm.services.planning.fleet_files import (
     bases_csv,
     bases_geojson,
     candidates_csv,
@@ -42,9 +43,8 @@ from vrvm.services.fleet_files import (
     read_bases_csv,
     read_demand_csv,
 )
-from vrvm.services.places import Place
 from vrvm.trips.home import load_training_trips
-from vrvm.trips.zone_files import ZoneFile
+from vrvm.trips.places.zone_files import ZoneFile
 
 DEPARTURE = pd.Timestamp("2024-03-05 08:15", tz="UTC")
 
@@ -429,9 +429,9 @@ def test_fleet_files_are_read_within_a_viewers_bounds(tiny_area):
     """Issue 32: a bases or demand file (anyone who sees the Plan page may upload one)
     is refused on its raw header, size and rows before pandas parses it, with bounds
     tighter than an analyst's trip upload."""
-    from vrvm.services import uploads
-    from vrvm.services.fleet_files import FLEET_LIMITS, MAX_FILE_MB
-    from vrvm.trips.reader import ReadLimits
+    from vrvm.services.analyst import uploads
+    from vrvm.services.planning.fleet_files import FLEET_LIMITS, MAX_FILE_MB
+    from vrvm.trips.files.reader import ReadLimits
 
     trips = ReadLimits()
     assert FLEET_LIMITS.max_columns < trips.max_columns
@@ -466,8 +466,8 @@ def test_fleet_files_are_read_within_a_viewers_bounds(tiny_area):
 
 
 def test_small_csv_reader_bounds():
-    from vrvm.trips.reader import ReadLimits
-    from vrvm.trips.small_csv import SmallCsvError, read_small_csv
+    from vrvm.trips.files.reader import ReadLimits
+    from vrvm.trips.files.small_csv import SmallCsvError, read_small_csv
 
     limits = ReadLimits(max_columns=3, max_data_rows=50_000)
 
@@ -597,7 +597,7 @@ def test_bases_follow_the_maps_zones(tiny_home, tiny_model, tiny_area):
     locates its places: renamed, moved into the polygon holding them, or removed."""
     from tests.app.test_zone_polygons import districts_geojson
     from vrvm.trips.home import load_training_trips
-    from vrvm.trips.zone_files import ZoneFile
+    from vrvm.trips.places.zone_files import ZoneFile
 
     hexagons = tiny_area
     districts = ZoneFile.from_geojson(json.loads(districts_geojson()), id_property="district")

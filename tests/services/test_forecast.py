@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from vrvm.engine.mixture import MixtureDistribution
-from vrvm.services.forecast import (
+from vrvm.services.answers.forecast import (
     answer_od,
     density_curve,
     forecast_od,
@@ -17,10 +17,10 @@ from vrvm.services.forecast import (
     query_frame,
     time_of_day_profile,
 )
-from vrvm.services.places import place_from_zone
-from vrvm.services.support import origin_support, pair_support
+from vrvm.services.map.places import place_from_zone
+from vrvm.services.map.support import origin_support, pair_support
 from vrvm.trips.home import load_training_trips
-from vrvm.trips.zones import latlng_to_zone
+from vrvm.trips.places.zones import latlng_to_zone
 
 DEPARTURE = pd.Timestamp("2024-03-05 08:15", tz="UTC")
 

@@ -13,9 +13,9 @@ import pytest
 from scipy import integrate, optimize
 
 from vrvm.engine.mixture import MixtureDistribution
-from vrvm.services import indices, schedule
-from vrvm.services.coverage import coverage_grid, coverage_map
-from vrvm.services.forecast import answer_od, query_frame
+from vrvm.services.answers import indices, schedule
+from vrvm.services.answers.forecast import answer_od, query_frame
+from vrvm.services.planning.coverage import coverage_grid, coverage_map
 
 DEPARTURE = pd.Timestamp("2016-05-03 08:30", tz="UTC")
 

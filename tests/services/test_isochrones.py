@@ -19,8 +19,9 @@ import shapely
 from shapely.geometry import Point, shape
 
 from vrvm.engine.mixture import MixtureDistribution
-from vrvm.services.area import build_service_area
-from vrvm.services.isochrones import (
+from vrvm.services.map.area import build_service_area
+from vrvm.services.map.places import Place, central_place, place_from_zone
+from vrvm.services.planning.isochrones import (
     DEFAULT_PROBABILITIES,
     dissolve_zones,
     geodesic_area_km2,
@@ -31,9 +32,8 @@ from vrvm.services.isochrones import (
     probability_isochrones,
     reach_probabilities,
 )
-from vrvm.services.places import Place, central_place, place_from_zone
 from vrvm.trips.home import load_training_trips
-from vrvm.trips.zone_files import ZoneFile
+from vrvm.trips.places.zone_files import ZoneFile
 
 DEPARTURE = "2024-03-05 08:15"
 LEVELS = (0.3, 0.5, 0.9, 0.95)

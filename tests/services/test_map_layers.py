@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from vrvm.services.colours import DEST_RGB, ORIGIN_RGB
-from vrvm.services.map_layers import marker_data, od_zone_data, zone_layer_data
-from vrvm.services.places import ODState, place_from_zone
+from vrvm.services.display.colours import DEST_RGB, ORIGIN_RGB
+from vrvm.services.map.map_layers import marker_data, od_zone_data, zone_layer_data
+from vrvm.services.map.places import ODState, place_from_zone
 
 
 def test_zone_layer_data_marks_origin_and_destination(tiny_area):

@@ -1,4 +1,4 @@
-"""OD matrices (``vrvm.services.matrix``) against per-pair brute force."""
+"""OD matrices (``vrvm.services.answers.matrix``) against per-pair brute force."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from scipy import optimize
 
 from vrvm import synthetic_city
 from vrvm.engine._blas import in_threads
-from vrvm.services import matrix
-from vrvm.services.places import busiest_zones, place_from_zone
-from vrvm.trips.zone_files import ZoneFile
+from vrvm.services.answers import matrix
+from vrvm.services.map.places import busiest_zones, place_from_zone
+from vrvm.trips.places.zone_files import ZoneFile
 
 DEPARTURE = pd.Timestamp("2024-03-05 08:15")  # naive: the model's wall clock
 

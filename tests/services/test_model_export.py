@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.services.access import VIEWER, Access, AccessDenied
-from vrvm.services.model_export import export_model
+from vrvm.services.access.policy import VIEWER, Access, AccessDenied
+from vrvm.services.versions.model_export import export_model
 from vrvm.trips.home import audit_log, model_store
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vrvm import TravelTimeModel, read_trips
-from vrvm.services.models import (
+from vrvm.services.versions.models import (
     SYNTHETIC_MODEL_NAME,
     UNNAMED_MODEL,
     data_description,

@@ -9,8 +9,8 @@ import h3
 import numpy as np
 import pytest
 
-from vrvm.services.map_layers import zone_layer_data
-from vrvm.services.places import (
+from vrvm.services.map.map_layers import zone_layer_data
+from vrvm.services.map.places import (
     ODState,
     Place,
     apply_map_selection,
@@ -117,9 +117,9 @@ def test_swap_and_clear(tiny_area):
 def district_area(tiny_home, tiny_model):
     """The tiny model's area on a planner's polygons: downtown, four quarters, the airport."""
     from tests.app.test_zone_polygons import districts_geojson
-    from vrvm.services.area import build_service_area
+    from vrvm.services.map.area import build_service_area
     from vrvm.trips.home import load_training_trips
-    from vrvm.trips.zone_files import ZoneFile
+    from vrvm.trips.places.zone_files import ZoneFile
 
     zones = ZoneFile.from_geojson(json.loads(districts_geojson()), id_property="district")
     trips = load_training_trips(tiny_home, tiny_model)

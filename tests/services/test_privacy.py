@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.services.access import ANALYST, VIEWER, Access
-from vrvm.services.privacy import (
+from vrvm.services.access.policy import ANALYST, VIEWER, Access
+from vrvm.services.analyst.relevance import relevance_table
+from vrvm.services.map.privacy import (
     OTHER_PAIRS,
     observed_summary,
     privacy_view,
@@ -15,7 +16,6 @@ from vrvm.services.privacy import (
     relevance_arcs,
     relevance_groups,
 )
-from vrvm.services.relevance import relevance_table
 
 VIEWER_ACCESS = Access(VIEWER, who="", how="none")
 ANALYST_ACCESS = Access(ANALYST, who="ana", how="passphrase")

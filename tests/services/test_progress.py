@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from vrvm.services.progress import TimeLeft, describe_progress, describe_step, format_seconds
+from vrvm.services.display.progress import (
+    TimeLeft,
+    describe_progress,
+    describe_step,
+    format_seconds,
+)
 
 
 def test_no_estimate_before_the_first_step_of_a_phase():

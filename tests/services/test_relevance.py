@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from vrvm.services.relevance import (
+from vrvm.services.analyst.relevance import (
     elbo_curves,
     filter_relevance,
     member_table,

@@ -7,14 +7,13 @@ import shutil
 import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.services.evaluation import (
+from vrvm.services.analyst.evaluation import (
     calibration_curve,
     metrics_table,
     pit_frame,
     predicted_vs_observed,
 )
-from vrvm.services.models import StoreConflictError, activate_version, versions_table
-from vrvm.services.retrain import (
+from vrvm.services.analyst.retrain import (
     TrainingSettings,
     parse_widths,
     publish_candidate,
@@ -22,6 +21,7 @@ from vrvm.services.retrain import (
     suggest_model_name,
     train_candidates,
 )
+from vrvm.services.versions.models import StoreConflictError, activate_version, versions_table
 from vrvm.trips.home import load_training_trips, model_store, trip_store
 
 
@@ -163,8 +163,8 @@ def test_the_cli_and_the_retrain_page_hold_out_the_same_trips(tmp_path):
     import io
 
     from vrvm.cli import main
-    from vrvm.services.store_admin import add_upload
-    from vrvm.services.uploads import read_upload
+    from vrvm.services.analyst.store_admin import add_upload
+    from vrvm.services.analyst.uploads import read_upload
     from vrvm.trips.table import trip_ids
 
     trips = synthetic_city(500, seed=11)
@@ -267,7 +267,7 @@ def test_the_name_field_and_its_default(tmp_path, tiny_model):
 
 
 def test_a_large_hold_out_is_scored_on_a_uniform_sample(tiny_model, monkeypatch):
-    import vrvm.services.retrain as retrain
+    import vrvm.services.analyst.retrain as retrain
 
     trips = synthetic_city(800, seed=12)
     whole = run_retrain(trips, SMALL, active=tiny_model, active_version=1)

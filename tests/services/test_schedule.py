@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy import optimize
 
-from vrvm.services import schedule
-from vrvm.services.indices import pool_departures
+from vrvm.services.answers import schedule
+from vrvm.services.answers.indices import pool_departures
 
 DEADLINE = pd.Timestamp("2016-05-03 09:00", tz="UTC")
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from vrvm import synthetic_city
-from vrvm.services.store_admin import (
+from vrvm.services.analyst.store_admin import (
     add_demo_trips,
     add_upload,
     clear_trips,
     distance_to_store_km,
     store_overview,
 )
-from vrvm.services.uploads import read_upload
+from vrvm.services.analyst.uploads import read_upload
 from vrvm.trips.home import trip_store
 
 
@@ -58,7 +58,7 @@ def test_a_failed_upload_is_never_stored(tmp_path):
 
 
 def test_a_store_of_trips_without_dates_says_so(tmp_path, shared_data):
-    from vrvm.services import store_admin
+    from vrvm.services.analyst import store_admin
 
     data = shared_data("nyc_taxi_2016_sample.csv").read_bytes()
     outcome = read_upload("nyc.csv", data)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.services.support import (
+from vrvm.services.map.support import (
     THIN_TRIPS,
     PairSupport,
     build_trip_support,
@@ -122,8 +122,8 @@ def test_a_place_of_another_map_is_refused_not_called_unknown(tiny_model, tiny_a
     was not found, and the page said the training trips "were not kept"."""
     from dataclasses import replace
 
-    from vrvm.services.forecast import answer_od, od_support
-    from vrvm.services.places import central_place, place_from_zone
+    from vrvm.services.answers.forecast import answer_od, od_support
+    from vrvm.services.map.places import central_place, place_from_zone
 
     origin = central_place(tiny_area)
     dest = place_from_zone(tiny_area, tiny_area.grid["zone"][5])

@@ -14,15 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.services import trip_index
-from vrvm.services.area import build_service_area
-from vrvm.services.area_check import model_area
-from vrvm.services.forecast import answer_od, observed_pair_trips
-from vrvm.services.places import place_from_zone
-from vrvm.services.support import origin_support, pair_support
-from vrvm.trips import zone_index
+from vrvm.services.analyst.area_check import model_area
+from vrvm.services.answers.forecast import answer_od, observed_pair_trips
+from vrvm.services.map import trip_index
+from vrvm.services.map.area import build_service_area
+from vrvm.services.map.places import place_from_zone
+from vrvm.services.map.support import origin_support, pair_support
 from vrvm.trips.home import load_training_trips, training_trip_table
-from vrvm.trips.zone_files import ZoneFile
+from vrvm.trips.places.zone_files import ZoneFile
+from vrvm.trips.store import zone_index
 
 DEPARTURE = "2024-03-05 08:15"
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from vrvm import synthetic_city
-from vrvm.services import uploads
-from vrvm.services.uploads import (
+from vrvm.services.analyst import uploads
+from vrvm.services.analyst.uploads import (
     UploadError,
     check_upload,
     example_rows,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vrvm.services.places import ODState, place_from_latlon, place_from_zone
-from vrvm.services.url_state import ViewParams, from_query_params, to_query_params
+from vrvm.services.map.places import ODState, place_from_latlon, place_from_zone
+from vrvm.services.planning.url_state import ViewParams, from_query_params, to_query_params
 
 
 def test_query_parameters_round_trip(tiny_area, tiny_model):

@@ -14,20 +14,25 @@ import pytest
 import shapely
 
 from vrvm import TravelTimeModel, read_trips
-from vrvm.services.area import build_service_area, set_zone_choice, zone_choice
-from vrvm.services.coverage import coverage_csv, coverage_geojson, coverage_grid, coverage_map
-from vrvm.services.forecast import answer_od
-from vrvm.services.map_layers import zone_features, zone_layer_data
-from vrvm.services.places import (
+from vrvm.services.answers.forecast import answer_od
+from vrvm.services.map.area import build_service_area, set_zone_choice, zone_choice
+from vrvm.services.map.map_layers import zone_features, zone_layer_data
+from vrvm.services.map.places import (
     ODState,
     apply_map_selection,
     place_from_label,
     place_from_latlon,
 )
-from vrvm.services.support import minute_of_day, origin_support, pair_support
-from vrvm.services.url_state import from_query_params, to_query_params
+from vrvm.services.map.support import minute_of_day, origin_support, pair_support
+from vrvm.services.planning.coverage import (
+    coverage_csv,
+    coverage_geojson,
+    coverage_grid,
+    coverage_map,
+)
+from vrvm.services.planning.url_state import from_query_params, to_query_params
 from vrvm.trips.home import add_zone_file, remove_zone_file
-from vrvm.trips.zone_files import ZoneFile
+from vrvm.trips.places.zone_files import ZoneFile
 
 DEPARTURE = "2016-03-08 08:15"
 

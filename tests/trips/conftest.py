@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import vrvm.trips._ensemble as ensemble
+import vrvm.trips.model._ensemble as ensemble
 
 
 @pytest.fixture

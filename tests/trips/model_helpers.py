@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vrvm.trips.model_dir import ModelFormatError, load_model_dir, save_model_dir
+from vrvm.trips.store.model_dir import ModelFormatError, load_model_dir, save_model_dir
 
 FORMAT = "test-model"
 

@@ -12,9 +12,9 @@ import threading
 import numpy as np
 import pytest
 
-from vrvm.trips._faults import CRASH_ENV
-from vrvm.trips.audit import AuditLog
 from vrvm.trips.home import audit_log, model_store
+from vrvm.trips.store._faults import CRASH_ENV
+from vrvm.trips.store.audit import AuditLog
 
 _APPEND = """
 import sys
@@ -130,7 +130,7 @@ def test_has_entry_finds_a_commit_token_and_skips_torn_lines(tmp_path):
 
 
 def _write_model(path):
-    from vrvm.trips.model_dir import save_model_dir
+    from vrvm.trips.store.model_dir import save_model_dir
 
     save_model_dir(
         path, metadata={"a": 1}, arrays={"w": np.zeros(2)}, format_name="t", format_version=1

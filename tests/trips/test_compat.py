@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.services.models import versions_table
+from vrvm.services.versions.models import versions_table
 from vrvm.trips.home import audit_log, load_training_trips, model_store, trip_store
 
 OLD_HOME = Path(__file__).resolve().parents[1] / "data" / "home-0.1.0"
@@ -45,8 +45,8 @@ def test_an_old_model_version_loads_and_predicts_as_before(home):
 
 
 def test_an_old_home_takes_audit_entries_and_new_versions_with_their_publisher(home):
-    from vrvm.services.access import ANALYST, Access
-    from vrvm.services.models import activate_version, publish_model
+    from vrvm.services.access.policy import ANALYST, Access
+    from vrvm.services.versions.models import activate_version, publish_model
 
     assert not (home / "audit.jsonl").exists()
     model = TravelTimeModel.load(model_store(home).active_path())

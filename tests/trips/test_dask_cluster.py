@@ -17,10 +17,10 @@ import time
 import numpy as np
 import pytest
 
-from vrvm.trips.dataset import TripDataset
-from vrvm.trips.model import TravelTimeModel
+from vrvm.trips.files.dataset import TripDataset
+from vrvm.trips.model.training import fit_dataset
+from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.synthetic import synthetic_city
-from vrvm.trips.training import fit_dataset
 
 distributed = pytest.importorskip("distributed")
 

@@ -1,4 +1,4 @@
-"""Tests for vrvm.trips.durable: atomic, durable writes and the cross-process lock."""
+"""Tests for vrvm.trips.store.durable: atomic, durable writes and the cross-process lock."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from vrvm.trips.durable import StorageError, atomic_write, atomic_write_json, exclusive_lock
+from vrvm.trips.store.durable import StorageError, atomic_write, atomic_write_json, exclusive_lock
 
 
 def test_atomic_write_replaces_the_file_and_leaves_nothing_else(tmp_path):
@@ -75,7 +75,7 @@ def _fail_with(monkeypatch, code: int, text: str) -> None:
     def fail(path):
         raise OSError(code, text, str(path))
 
-    monkeypatch.setattr("vrvm.trips.durable._fsync_file", fail)
+    monkeypatch.setattr("vrvm.trips.store.durable._fsync_file", fail)
 
 
 @pytest.mark.parametrize(

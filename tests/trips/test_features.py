@@ -1,4 +1,4 @@
-"""Tests for vrvm.trips.features: TripFeaturizer, the kernel inputs of trips."""
+"""Tests for vrvm.trips.model.features: TripFeaturizer, the kernel inputs of trips."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from vrvm.trips.features import TripFeaturizer, raw_distance_km
-from vrvm.trips.geo import LocalProjection, haversine_km
+from vrvm.trips.model.features import TripFeaturizer, raw_distance_km
+from vrvm.trips.places.geo import LocalProjection, haversine_km
 
 CHICAGO = (41.8781, -87.6298)
 

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vrvm.cli import main
-from vrvm.services import uploads
-from vrvm.trips.formats import FormatMismatchError, TimeFormatError
-from vrvm.trips.reader import ReadLimits, iter_trips, read_trips
-from vrvm.trips.recipes import ReadOptions
+from vrvm.services.analyst import uploads
+from vrvm.trips.files.formats import FormatMismatchError, TimeFormatError
+from vrvm.trips.files.reader import ReadLimits, iter_trips, read_trips
+from vrvm.trips.files.recipes import ReadOptions
 
 # Two points 1.6 km apart in Manhattan: 600 s is 9.6 km/h, a taxi's pace.
 PLACE = {

@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.trips.formats import (
+from vrvm.trips.files.formats import (
     TimeFormatError,
     detect_clock_format,
     parse_clock_s,
     parse_date_text,
     parse_weekday,
 )
-from vrvm.trips.layouts import guess_column_map, missing_roles
-from vrvm.trips.reader import read_layout, read_trips
+from vrvm.trips.files.layouts import guess_column_map, missing_roles
+from vrvm.trips.files.reader import read_layout, read_trips
 from vrvm.trips.synthetic import synthetic_city
 from vrvm.trips.table import dateless_mask
 
@@ -299,7 +299,7 @@ def test_real_nyc_sample_needs_no_help(shared_data):
 # --------------------------------------------------------------------- zone-id trips
 def _zone_id_version(shared_data, tmp_path):
     """The NYC sample as TLC publishes trips since mid-2016: taxi-zone ids, no coordinates."""
-    from vrvm.trips.zone_files import ZoneFile
+    from vrvm.trips.places.zone_files import ZoneFile
 
     zones = ZoneFile.read(shared_data("nyc_taxi_zones.geojson"), id_property="LocationID")
     trips, _ = read_trips(shared_data("nyc_taxi_2016_sample.csv"))
@@ -381,7 +381,7 @@ def test_public_layouts_are_recognised(header, schema, label):
 
 
 def test_a_split_by_date_says_the_trips_have_none(shared_data):
-    from vrvm.trips.split import split_holdout
+    from vrvm.trips.model.split import split_holdout
 
     trips, _ = read_trips(shared_data("nyc_taxi_2016_sample.csv"))
     with pytest.raises(ValueError, match=r"no calendar date .* hold out a random share"):

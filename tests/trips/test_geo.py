@@ -1,4 +1,4 @@
-"""Tests for vrvm.trips.geo: the great-circle distance and the local projection."""
+"""Tests for vrvm.trips.places.geo: the great-circle distance and the local projection."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from vrvm.trips.geo import EARTH_RADIUS_KM, LocalProjection, haversine_km
+from vrvm.trips.places.geo import EARTH_RADIUS_KM, LocalProjection, haversine_km
 
 CHICAGO = (41.8781, -87.6298)
 

@@ -33,9 +33,9 @@ import numpy as np
 import pytest
 
 from app_ui import maps
-from vrvm.services import boundaries as svc
+from vrvm.services.map import boundaries as svc
 from vrvm.trips.home import ZoneFileEntry, zone_file_path
-from vrvm.trips.zone_files import ZoneFile, ZoneFileError, ZoneFileLimits
+from vrvm.trips.places.zone_files import ZoneFile, ZoneFileError, ZoneFileLimits
 
 FILE_NAME = "upload.geojson"
 LON0, LAT0 = -87.70, 41.80  # Chicago: every valid shape below lies near it

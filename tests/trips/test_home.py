@@ -25,7 +25,7 @@ from vrvm.trips.home import (
     zone_file_entry,
     zone_file_path,
 )
-from vrvm.trips.zone_files import ZoneFileError
+from vrvm.trips.places.zone_files import ZoneFileError
 
 
 def test_data_home_defaults_to_dot_vrvm(tmp_path, monkeypatch):
@@ -159,7 +159,7 @@ def test_a_crash_mid_write_leaves_the_previous_zone_files_intact(tmp_path, targe
     done = _run(
         f"""
         import os, sys
-        import vrvm.trips.durable as durable
+        import vrvm.trips.store.durable as durable
         real_replace = os.replace
         def dying_replace(src, dst):
             if str(dst).endswith({target!r}):

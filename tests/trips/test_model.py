@@ -1,4 +1,4 @@
-"""Tests of vrvm.trips.model.TravelTimeModel on small synthetic data."""
+"""Tests of vrvm.trips.model.travel_time.TravelTimeModel on small synthetic data."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from vrvm.engine.calibration import scale_multiplier
 from vrvm.engine.mixture import MixtureDistribution
-from vrvm.trips.geo import haversine_km
-from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.model_dir import ModelFormatError
-from vrvm.trips.model_format import FORMAT_NAME, FORMAT_VERSION
+from vrvm.trips.model.model_format import FORMAT_NAME, FORMAT_VERSION
+from vrvm.trips.model.travel_time import TravelTimeModel
+from vrvm.trips.places.geo import haversine_km
+from vrvm.trips.store.model_dir import ModelFormatError
 from vrvm.trips.synthetic import synthetic_city
 from vrvm.trips.table import trips_sha256
 
@@ -291,7 +291,7 @@ def test_newer_format_is_refused(model, tmp_path):
 
 
 def test_other_format_is_refused(tmp_path):
-    from vrvm.trips.model_dir import save_model_dir
+    from vrvm.trips.store.model_dir import save_model_dir
 
     path = save_model_dir(
         tmp_path / "other", metadata={}, arrays={}, format_name="other", format_version=1

@@ -1,4 +1,4 @@
-"""Tests for vrvm.trips.model_dir: atomic, pickle-free model directories."""
+"""Tests for vrvm.trips.store.model_dir: atomic, pickle-free model directories."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import pytest
 
 import vrvm
 from tests.trips.model_helpers import FORMAT, _load, _raises_format_error, _save, _tag
-from vrvm.trips import model_dir as storage
-from vrvm.trips.model_dir import (
+from vrvm.trips.store import model_dir as storage
+from vrvm.trips.store.model_dir import (
     load_model_dir,
     read_model_manifest,
     recover_model_dir,

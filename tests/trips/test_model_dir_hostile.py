@@ -25,8 +25,8 @@ import pytest
 from tests.trips.model_helpers import _load, _raises_format_error, _save
 from vrvm import TravelTimeModel
 from vrvm.cli import main
-from vrvm.trips.model_dir import MAX_MANIFEST_BYTES, save_model_dir
-from vrvm.trips.model_format import FORMAT_NAME, FORMAT_VERSION
+from vrvm.trips.model.model_format import FORMAT_NAME, FORMAT_VERSION
+from vrvm.trips.store.model_dir import MAX_MANIFEST_BYTES, save_model_dir
 from vrvm.trips.synthetic import synthetic_city
 
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs and symlinks: POSIX")
@@ -197,7 +197,7 @@ def travel_model_dir(tmp_path_factory):
 
 def _tampered(travel_model_dir: Path, target: Path, edit) -> Path:
     """The model with ``edit(arrays)`` applied, saved with a matching checksum."""
-    from vrvm.trips.model_dir import load_model_dir
+    from vrvm.trips.store.model_dir import load_model_dir
 
     metadata, arrays = load_model_dir(
         travel_model_dir, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION

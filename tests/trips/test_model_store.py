@@ -1,4 +1,4 @@
-"""Tests for vrvm.trips.model_store: numbered versions and the active pointer."""
+"""Tests for vrvm.trips.store.model_store: numbered versions and the active pointer."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 import vrvm
 from tests.trips.model_helpers import FORMAT, _raises_format_error, _save, _tag
-from vrvm.trips.model_dir import (
+from vrvm.trips.store.model_dir import (
     read_model_manifest,
 )
-from vrvm.trips.model_store import LOCK_FILE, ModelStore, StoreConflictError
+from vrvm.trips.store.model_store import LOCK_FILE, ModelStore, StoreConflictError
 
 
 def _writer(tag: str = "a"):

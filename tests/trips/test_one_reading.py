@@ -15,14 +15,14 @@ import pandas as pd
 import pytest
 
 from vrvm.cli import main
-from vrvm.services import store_admin, uploads
+from vrvm.services.analyst import store_admin, uploads
+from vrvm.trips.files.layouts import UnknownLayoutError, resolve_layout
+from vrvm.trips.files.reader import propose_options, read_trips
+from vrvm.trips.files.recipes import ReadOptions
 from vrvm.trips.home import trip_store
-from vrvm.trips.layouts import UnknownLayoutError, resolve_layout
-from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.reader import propose_options, read_trips
-from vrvm.trips.recipes import ReadOptions
+from vrvm.trips.model.travel_time import TravelTimeModel
+from vrvm.trips.places.timezones import ZoneUnknownError, trips_zone
 from vrvm.trips.table import CANONICAL_COLUMNS, trips_sha256
-from vrvm.trips.timezones import ZoneUnknownError, trips_zone
 
 N_TRIPS = 400
 ROLES = {

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.trips._online import SCALE_REFIT_TRIPS
+from vrvm.trips.model._online import SCALE_REFIT_TRIPS
 
 
 @pytest.fixture(scope="module")

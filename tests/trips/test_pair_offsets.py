@@ -1,4 +1,4 @@
-"""Zone-pair offsets (vrvm.trips.pair_offsets): the shrunk means, their leave-one-out
+"""Zone-pair offsets (vrvm.trips.model.pair_offsets): the shrunk means, their leave-one-out
 versions, nested levels, storage, and the model that uses them."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.trips.pair_offsets import ENDS, SHRINKAGE_GRID, PairOffsets, loo_shrinkage
-from vrvm.trips.zones import latlng_to_cell_ints
+from vrvm.trips.model.pair_offsets import ENDS, SHRINKAGE_GRID, PairOffsets, loo_shrinkage
+from vrvm.trips.places.zones import latlng_to_cell_ints
 
 FAST = {"n_members": 4, "kernel_widths": [1.5, 3.0], "max_basis": 120, "random_state": 0}
 
@@ -184,7 +184,7 @@ def test_a_two_stage_fit_learns_the_pair_from_all_trips(slow_pair):
 
 
 def test_a_snapped_export_keeps_no_offsets_finer_than_its_zones(slow_pair):
-    from vrvm.trips.snapping import snap_model
+    from vrvm.trips.model.snapping import snap_model
 
     train = slow_pair[0]
     model = TravelTimeModel(**FAST).fit(train)
@@ -235,7 +235,7 @@ def test_offsets_from_summed_parts_are_those_of_the_trips():
     """Fitting the levels from pair sums (added up over parts, as a two-stage fit's third
     pass does) gives the offsets and leave-one-out offsets of :meth:`PairOffsets.fit` on
     the trips themselves, for the same shrinkages."""
-    from vrvm.trips.pair_offsets import add_pair_sums
+    from vrvm.trips.model.pair_offsets import add_pair_sums
 
     trips = synthetic_city(5000, seed=3)
     rng = np.random.default_rng(3)
@@ -294,7 +294,7 @@ def test_offsets_are_looked_up_from_several_threads_at_once(slow_pair):
 def test_a_two_stage_fit_sums_a_share_of_many_trips_and_all_of_its_sample(slow_pair, monkeypatch):
     """Beyond ``OFFSET_TRIPS`` the third pass sums a uniform share of the trips, and
     always the sample's (their leave-one-out offsets are taken from the sums)."""
-    from vrvm.trips import training
+    from vrvm.trips.model import training
 
     train = slow_pair[0]
     monkeypatch.setattr(training, "OFFSET_TRIPS", 1000)

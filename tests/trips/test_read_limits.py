@@ -20,14 +20,15 @@ import pytest
 
 from vrvm.cli import _reading as cli_reading
 from vrvm.cli import main
-from vrvm.services import uploads
-from vrvm.trips import TimeFormatError, TripFileError, _batches, _source, read_trips, synthetic_city
-from vrvm.trips import cleaning as cleaning_module
-from vrvm.trips._limits import MAX_COLUMNS
-from vrvm.trips._survey import UnitStats
-from vrvm.trips.cleaning import combine_reports
-from vrvm.trips.formats import unix_unit
-from vrvm.trips.reader import ReadLimits, check_expansion, iter_trips, read_layout, read_rows
+from vrvm.services.analyst import uploads
+from vrvm.trips import TimeFormatError, TripFileError, read_trips, synthetic_city
+from vrvm.trips.files import _batches, _source
+from vrvm.trips.files import cleaning as cleaning_module
+from vrvm.trips.files._limits import MAX_COLUMNS
+from vrvm.trips.files._survey import UnitStats
+from vrvm.trips.files.cleaning import combine_reports
+from vrvm.trips.files.formats import unix_unit
+from vrvm.trips.files.reader import ReadLimits, check_expansion, iter_trips, read_layout, read_rows
 
 HEADER = (
     "trip_start_timestamp,trip_seconds,pickup_latitude,pickup_longitude,"

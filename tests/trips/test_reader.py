@@ -26,8 +26,8 @@ from vrvm.trips import (
     detect_schema,
     read_trips,
 )
-from vrvm.trips.formats import TimeFormatError
-from vrvm.trips.reader import expanded_size, read_rows
+from vrvm.trips.files.formats import TimeFormatError
+from vrvm.trips.files.reader import expanded_size, read_rows
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

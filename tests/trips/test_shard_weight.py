@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-import vrvm.trips._ensemble as ensemble
+import vrvm.trips.model._ensemble as ensemble
 from vrvm import TravelTimeModel, synthetic_city
 
 SMALL = {"n_members": 3, "kernel_widths": [1.5, 3.0], "max_basis": 120, "random_state": 0}

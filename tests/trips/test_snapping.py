@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.trips.snapping import choose_snap_resolution, snap_model
+from vrvm.trips.model.snapping import choose_snap_resolution, snap_model
 
 
 @pytest.fixture(scope="module")

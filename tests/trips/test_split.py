@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vrvm import synthetic_city
-from vrvm.trips.split import split_holdout
+from vrvm.trips.model.split import split_holdout
 
 
 def test_split_holdout_random_and_latest():

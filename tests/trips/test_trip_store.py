@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from vrvm import synthetic_city
-from vrvm.trips.trip_store import TripStore, trip_ids
+from vrvm.trips.store.trip_store import TripStore, trip_ids
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from vrvm.trips import trip_store as store_module
+from vrvm.trips.store import trip_store as store_module
+from vrvm.trips.store.trip_store import TripStore
+from vrvm.trips.store.trip_table import TripTable
 from vrvm.trips.synthetic import synthetic_city
-from vrvm.trips.trip_store import TripStore
-from vrvm.trips.trip_table import TripTable
 
 
 @pytest.fixture(scope="module")

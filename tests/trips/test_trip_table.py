@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from vrvm.trips.home import heal_home, save_training_trips
+from vrvm.trips.store.trip_table import TripTable, write_trips
 from vrvm.trips.synthetic import synthetic_city
-from vrvm.trips.trip_table import TripTable, write_trips
 
 TZ = "Atlantic/South_Georgia"
 

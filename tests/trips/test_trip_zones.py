@@ -1,4 +1,4 @@
-"""Zones where trips are: cells, size, clusters and the focus (vrvm.trips.trip_zones)."""
+"""Zones where trips are: cells, size, clusters and the focus (vrvm.trips.places.trip_zones)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import pandas as pd
 import pytest
 
 from vrvm import read_trips
-from vrvm.trips.geo import LocalProjection
-from vrvm.trips.synthetic import synthetic_city
-from vrvm.trips.trip_zones import (
+from vrvm.trips.places.geo import LocalProjection
+from vrvm.trips.places.trip_zones import (
     EDGE_RINGS,
     FILL_RINGS,
     trip_polygons,
     trip_zones,
     zone_neighbours,
 )
-from vrvm.trips.zone_files import ZoneFile
-from vrvm.trips.zones import latlng_to_zone
+from vrvm.trips.places.zone_files import ZoneFile
+from vrvm.trips.places.zones import latlng_to_zone
+from vrvm.trips.synthetic import synthetic_city
 
 # The three bike-share systems of the SF file, by longitude (the bay lies between).
 SF_SYSTEMS = {

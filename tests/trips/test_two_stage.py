@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.trips._outofcore import row_uniforms
-from vrvm.trips.dataset import TripDataset
-from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.reader import read_trips
+from vrvm.trips.files.dataset import TripDataset
+from vrvm.trips.files.reader import read_trips
+from vrvm.trips.model._outofcore import row_uniforms
+from vrvm.trips.model.training import fit_dataset
+from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.synthetic import synthetic_city
-from vrvm.trips.training import fit_dataset
 
 # Small and fast; subsample_size makes the 12,000 trips a two-stage fit (4 x 1,000).
 FAST = {
@@ -81,8 +81,8 @@ def test_a_folder_is_its_parquet_files_in_parts_of_whole_row_groups(folder, trip
 
 
 def test_a_large_row_group_is_cut_into_parts_of_whole_batches(tmp_path, trips, monkeypatch):
-    import vrvm.trips._batches as batches
-    import vrvm.trips.dataset as dataset
+    import vrvm.trips.files._batches as batches
+    import vrvm.trips.files.dataset as dataset
 
     monkeypatch.setattr(batches, "PARQUET_BATCH_ROWS", 1000)
     monkeypatch.setattr(dataset, "PARQUET_BATCH_ROWS", 1000)
@@ -222,7 +222,7 @@ def test_the_first_stage_has_the_evidence_of_all_trips(two_stage, folder, monkey
     functions than on the sample's own evidence (compared without a reserve, which here
     would hold every candidate), the second stage keeps more of them, and the model
     scores better on new trips."""
-    import vrvm.trips.training as training
+    import vrvm.trips.model.training as training
 
     model, _, _ = two_stage
     summary = model.training_summary_["two_stage"]
@@ -281,7 +281,7 @@ def test_with_the_samples_evidence_a_reserve_lets_the_second_stage_add_functions
 ):
     import json
 
-    import vrvm.trips.training as training
+    import vrvm.trips.model.training as training
 
     params = {**FAST, "stage_one_evidence": "sample"}
     model = TravelTimeModel(**params)

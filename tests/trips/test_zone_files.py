@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import shapely
 
-from vrvm.trips.zone_files import ZoneFile, ZoneFileError, ZoneFileLimits, zone_id_keys
+from vrvm.trips.places.zone_files import ZoneFile, ZoneFileError, ZoneFileLimits, zone_id_keys
 
 
 def square(x0: float, y0: float, size: float = 1.0) -> list:

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.trips.zone_index import ZoneIndex
+from vrvm.trips.store.zone_index import ZoneIndex
 
 N_ZONES = 40
 

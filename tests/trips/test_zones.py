@@ -1,4 +1,4 @@
-"""Tests for vrvm.trips.zones: resolution choice, zone lookup, map grids, stratified shards."""
+"""Tests for vrvm.trips.places.zones: resolution choice, zone lookup, grids, stratified shards."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from scipy.spatial import ConvexHull
 
-from vrvm.trips.geo import EARTH_RADIUS_KM, LocalProjection
-from vrvm.trips.zones import (
+from vrvm.trips.places.geo import EARTH_RADIUS_KM, LocalProjection
+from vrvm.trips.places.zones import (
     choose_h3_resolution,
     latlng_to_zone,
     stratified_shards,

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from vrvm.api.schemas import PointIn
-from vrvm.services.area import ServiceArea
-from vrvm.services.places import Place, place_from_latlon, place_from_zone
-from vrvm.trips.time_range import check_departure
+from vrvm.services.map.area import ServiceArea
+from vrvm.services.map.places import Place, place_from_latlon, place_from_zone
+from vrvm.trips.files.time_range import check_departure
 
 __all__ = ["FieldError", "departure", "parse_latlon_param", "place_of", "points_frame"]
 

@@ -4,7 +4,7 @@
   ``/readyz`` requires ``Authorization: Bearer <token>``; the token is compared in
   constant time (:func:`hmac.compare_digest`) and a wrong or missing one is answered
   401 without saying which. Unset, the API is open (bound to 127.0.0.1 by default).
-  Set but blank or malformed, it is an error (:func:`vrvm.trips.settings.api_token`):
+  Set but blank or malformed, it is an error (:func:`vrvm.services.access.settings.api_token`):
   ``vrvm serve`` refuses to start, naming it, and :class:`TokenCheck` refuses a blank
   token, so a blank token never means an open API.
 * **Body size.** Bodies longer than the limit are refused with 413 before they are
@@ -25,7 +25,7 @@ import time
 from fastapi import HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from vrvm.trips.settings import API_TOKEN_ENV as TOKEN_ENV
+from vrvm.services.access.settings import API_TOKEN_ENV as TOKEN_ENV
 
 __all__ = ["TOKEN_ENV", "AccessLog", "BodyLimit", "TokenCheck"]
 

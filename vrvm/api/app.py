@@ -6,15 +6,15 @@ every field and examples; the OpenAPI schema is at ``/openapi.json`` and interac
 docs at ``/docs``):
 
 * ``POST /v1/predict``: trips -> mean, median, quantiles, P(T <= t), reliability
-  indices and data support per trip (:func:`vrvm.services.summaries.trip_summaries`,
+  indices and data support per trip (:func:`vrvm.services.answers.summaries.trip_summaries`,
   gathered across concurrent requests by :class:`vrvm.api.batching.TripBatcher`);
 * ``POST /v1/matrix``: origins x destinations at one departure time
-  (:func:`vrvm.services.matrix.matrix_frame`), as JSON (long or nested), CSV or
+  (:func:`vrvm.services.answers.matrix.matrix_frame`), as JSON (long or nested), CSV or
   Parquet by the ``Accept`` header;
 * ``GET /v1/reach``, ``GET /v1/isochrone``, ``POST /v1/coverage``: the reach map,
   probability isochrones and fleet coverage as GeoJSON
-  (:mod:`vrvm.services.coverage`, :mod:`vrvm.services.isochrones`,
-  :mod:`vrvm.services.fleet`);
+  (:mod:`vrvm.services.planning.coverage`, :mod:`vrvm.services.planning.isochrones`,
+  :mod:`vrvm.services.planning.fleet`);
 * ``GET /v1/models``, ``GET /v1/models/active``, ``GET /v1/zones``; ``GET /healthz``
   (the process answers) and ``GET /readyz`` (a model is loaded).
 
@@ -57,16 +57,16 @@ from vrvm.api.schemas import (
     PredictRequest,
     PredictResponse,
 )
-from vrvm.engine._blas import single_threaded_blas
-from vrvm.services import coverage as coverage_svc
-from vrvm.services import fleet, fleet_files, isochrones
-from vrvm.services._format import format_number
-from vrvm.services.live import LiveModel, NoModelError, Served
-from vrvm.services.matrix import matrix_csv, matrix_frame, matrix_parquet
-from vrvm.services.models import data_description, version_records
-from vrvm.services.places import Place
-from vrvm.services.summaries import INDEX_SUMMARY_COLUMNS
-from vrvm.trips.settings import api_token
+from vrvm.engine import single_threaded_blas
+from vrvm.services.access.settings import api_token
+from vrvm.services.answers.live import LiveModel, NoModelError, Served
+from vrvm.services.answers.matrix import matrix_csv, matrix_frame, matrix_parquet
+from vrvm.services.answers.summaries import INDEX_SUMMARY_COLUMNS
+from vrvm.services.display.formatting import format_number
+from vrvm.services.map.places import Place
+from vrvm.services.planning import coverage as coverage_svc
+from vrvm.services.planning import fleet, fleet_files, isochrones
+from vrvm.services.versions.models import data_description, version_records
 
 __all__ = ["SETTINGS_ENV", "ApiSettings", "app_from_environment", "create_app"]
 

@@ -1,12 +1,12 @@
 """Concurrent requests' trips answered together: one model call per batch.
 
 Answering one trip costs a few milliseconds, almost all of it fixed overhead (see
-:mod:`vrvm.services.summaries`), and Python threads take turns at the interpreter
+:mod:`vrvm.services.answers.summaries`), and Python threads take turns at the interpreter
 lock, so answering N clients in N threads is no faster than one after the other: on
 the demo model 119 trips/s with one thread, 93 with eight. :class:`TripBatcher`
 instead queues every request's trips; one worker thread takes *everything that is
 waiting* (up to ``max_trips`` trips), answers it with one
-:func:`~vrvm.services.summaries.trip_summaries` call, and hands each request its rows.
+:func:`~vrvm.services.answers.summaries.trip_summaries` call, and hands each request its rows.
 While a batch runs the next one gathers, so batches grow with the load and a lone
 request waits for nothing (no timer). The batch runs on one BLAS thread
 (:func:`vrvm.engine._blas.single_threaded_blas`: its products are small).
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from vrvm.engine._blas import single_threaded_blas
-from vrvm.services.live import LiveModel, Served
-from vrvm.services.summaries import trip_summaries
+from vrvm.engine import single_threaded_blas
+from vrvm.services.answers.live import LiveModel, Served
+from vrvm.services.answers.summaries import trip_summaries
 
 __all__ = ["DEFAULT_MAX_BATCH_TRIPS", "TripBatcher"]
 

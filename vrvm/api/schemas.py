@@ -7,7 +7,7 @@ Times are ISO 8601: with a UTC offset (``2016-05-03T08:00:00-05:00``) they are t
 instant; without one they are wall-clock times in the model's time zone, which every
 answer states (``time_zone``). A number (``1462262400``, ``"-1"``) is refused rather
 than read as a Unix time, and so is a time outside the supported range of departures
-(:mod:`vrvm.trips.time_range`: 1970-01-01 to 2100-01-01 UTC). Fields may be added to
+(:mod:`vrvm.trips.files.time_range`: 1970-01-01 to 2100-01-01 UTC). Fields may be added to
 the answers; none is removed.
 """
 
@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from vrvm.trips.time_range import check_departure
+from vrvm.trips.files.time_range import check_departure
 
 __all__ = [
     "MAX_LEVELS",
@@ -65,8 +65,8 @@ def _in_range(value: datetime) -> datetime:
 
 Departure = Annotated[datetime, BeforeValidator(_not_a_number), AfterValidator(_in_range)]
 """A departure time: an ISO 8601 date-time (never a number) in the supported range
-(:data:`~vrvm.trips.time_range.EARLIEST_DEPARTURE` ..
-:data:`~vrvm.trips.time_range.LATEST_DEPARTURE`; a time without offset judged as UTC)."""
+(:data:`~vrvm.trips.files.time_range.EARLIEST_DEPARTURE` ..
+:data:`~vrvm.trips.files.time_range.LATEST_DEPARTURE`; a time without offset judged as UTC)."""
 
 
 class PointIn(BaseModel):

@@ -80,18 +80,18 @@ from vrvm.cli._reading import (
 from vrvm.cli._schedule import add_arrive_by_parser
 from vrvm.cli._serve import add_parser as add_serve_parser
 from vrvm.cli._train import check_model_target, cmd_train, fit_with_progress
-from vrvm.services.access import cli_access, home_of
-from vrvm.services.area_check import check_same_area
-from vrvm.services.demo import demo_predictions
-from vrvm.services.models import audit_of, model_name, store_versions_table
-from vrvm.services.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
-from vrvm.services.progress import format_seconds
-from vrvm.trips.durable import StorageError, StoreBusyError, refuse_writes, storage_error
+from vrvm.services.access.policy import cli_access, home_of
+from vrvm.services.analyst.area_check import check_same_area
+from vrvm.services.analyst.demo import demo_predictions
+from vrvm.services.answers.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
+from vrvm.services.display.progress import format_seconds
+from vrvm.services.versions.models import audit_of, model_name, store_versions_table
+from vrvm.trips.files.reader import read_trips
 from vrvm.trips.home import MODELS_DIR, audit_log, load_training_trips, read_only_reason
-from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.model_store import DEFAULT_WAIT_S, VERSIONS_DIR, ModelStore
-from vrvm.trips.reader import read_trips
+from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.settings import KEEP_VERSIONS_ENV, keep_versions
+from vrvm.trips.store.durable import StorageError, StoreBusyError, refuse_writes, storage_error
+from vrvm.trips.store.model_store import DEFAULT_WAIT_S, VERSIONS_DIR, ModelStore
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, synthetic_city
 from vrvm.trips.table import trips_sha256
 

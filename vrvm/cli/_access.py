@@ -2,7 +2,7 @@
 who changed what, and making the analyst passphrase's hash.
 
 The command line acts as an analyst (whoever can run it can read the data home) and is
-recorded in the home's audit log as the OS user (:func:`vrvm.services.access.cli_access`).
+recorded in the home's audit log as the OS user (:func:`vrvm.services.access.policy.cli_access`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from vrvm.services.access import cli_access, hash_passphrase, home_of, record
-from vrvm.services.model_export import export_model, snapped_copy
+from vrvm.services.access.policy import cli_access, hash_passphrase, home_of, record
+from vrvm.services.access.settings import PASSPHRASE_HASH_ENV
+from vrvm.services.versions.model_export import export_model, snapped_copy
 from vrvm.trips.home import MODELS_DIR, audit_log, heal_home, model_store
-from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.model_store import VERSIONS_DIR
-from vrvm.trips.settings import PASSPHRASE_HASH_ENV
-from vrvm.trips.snapping import DEFAULT_MAX_COST
+from vrvm.trips.model.snapping import DEFAULT_MAX_COST
+from vrvm.trips.model.travel_time import TravelTimeModel
+from vrvm.trips.store.model_store import VERSIONS_DIR
 
 __all__ = ["add_parsers", "record_cli"]
 
@@ -56,7 +56,7 @@ def _resolution(text: str) -> int:
 
 def _cmd_export(args, stdout: IO[str], stderr: IO[str]) -> int:
     from vrvm.cli._reading import reading_options
-    from vrvm.trips.reader import read_trips
+    from vrvm.trips.files.reader import read_trips
 
     source = Path(args.source)
     trips = None

@@ -7,8 +7,8 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from vrvm.services.retrain import parse_widths
-from vrvm.trips.timezones import check_zone
+from vrvm.services.analyst.retrain import parse_widths
+from vrvm.trips.places.timezones import check_zone
 
 
 def int_at_least(low: int, what: str):

@@ -2,7 +2,7 @@
 
 Reads the origins and the destinations (CSV or Parquet: ``lat``, ``lon`` and an optional
 ``name``, or a ``zone`` column of zone ids), predicts every pair at one departure time
-in batches (:func:`vrvm.services.matrix.iter_matrix`) and writes them as they come:
+in batches (:func:`vrvm.services.answers.matrix.iter_matrix`) and writes them as they come:
 Parquet row group by row group through one ``ParquetWriter``, or CSV when ``--out``
 ends in ``.csv`` (compressed for ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``), atomically
 (a temporary beside the file, then a rename), or CSV on stdout for ``--out -``. Memory
@@ -31,10 +31,10 @@ from vrvm.cli._reading import (
     _write_csv,
     _zones,
 )
-from vrvm.services.matrix import iter_matrix, matrix_columns, read_points
-from vrvm.services.progress import format_seconds
-from vrvm.trips.durable import atomic_write
-from vrvm.trips.model import TravelTimeModel
+from vrvm.services.answers.matrix import iter_matrix, matrix_columns, read_points
+from vrvm.services.display.progress import format_seconds
+from vrvm.trips.model.travel_time import TravelTimeModel
+from vrvm.trips.store.durable import atomic_write
 
 __all__ = ["MATRIX_PROGRESS_PAIRS", "add_parser", "cmd_matrix"]
 
@@ -182,7 +182,7 @@ def cmd_matrix(args, stdout: IO[str], stderr: IO[str]) -> int:
     matrix_columns(args.quantiles, args.prob_within)  # distinct columns, before any work
     zones = None
     if args.zones is not None:
-        from vrvm.trips.zone_files import ZoneFile  # shapely loads only when needed
+        from vrvm.trips.places.zone_files import ZoneFile  # shapely loads only when needed
 
         path, id_property = args.zones
         zones = ZoneFile.read(path, id_property=id_property)

@@ -8,12 +8,12 @@ from typing import IO, Any
 
 import pandas as pd
 
-from vrvm.services.csv_cells import safe_cells
-from vrvm.services.demo import DEMO_DAY, DEMO_DEPARTURES, DEMO_LEVEL
-from vrvm.services.progress import TimeLeft, describe_progress
-from vrvm.services.units import format_metric, metric_label, metric_value
-from vrvm.trips.cleaning import CleaningReport
-from vrvm.trips.durable import atomic_write
+from vrvm.services.analyst.demo import DEMO_DAY, DEMO_DEPARTURES, DEMO_LEVEL
+from vrvm.services.display.csv_cells import safe_cells
+from vrvm.services.display.progress import TimeLeft, describe_progress
+from vrvm.services.display.units import format_metric, metric_label, metric_value
+from vrvm.trips.files.cleaning import CleaningReport
+from vrvm.trips.store.durable import atomic_write
 from vrvm.trips.synthetic import SYNTHETIC_CITY_NAME, SYNTHETIC_CITY_TZ
 
 _CSV_COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz"}
@@ -43,7 +43,7 @@ class ProgressBar:
     Called as ``progress(done, total, elapsed_s, phase)`` (the protocol of
     :meth:`vrvm.TravelTimeModel.fit`); every phase gets its own bar, with the time so
     far and the estimate of the time left in the phase
-    (:class:`~vrvm.services.progress.TimeLeft`)::
+    (:class:`~vrvm.services.display.progress.TimeLeft`)::
 
         members [############------------------] 3/8  41 s, about 1 min 08 s left
 

@@ -7,7 +7,7 @@ Every command that reads trips (``train``, ``update``, ``evaluate``, ``predict``
 ``--clock-format``, ``--weekday-format``, ``--tz``, ``--schema`` and
 ``--zones FILE.geojson[:ID_PROPERTY]``.
 
-Every door reads a file the same way (:func:`vrvm.trips.layouts.resolve_layout`): a
+Every door reads a file the same way (:func:`vrvm.trips.files.layouts.resolve_layout`): a
 layout is recognised by its header only; any ``--map`` options that leave roles open
 are completed by the guess the upload form pre-fills; a file that names no city is
 read in the zone where its trips are, unless ``--tz`` says otherwise. ``vrvm inspect``
@@ -42,19 +42,18 @@ import pandas as pd
 
 from vrvm.cli._args import time_zone
 from vrvm.cli._output import ProgressBar
-from vrvm.engine._blas import in_threads
-from vrvm.services.csv_cells import safe_cells
-from vrvm.services.predictions import (
+from vrvm.engine import in_threads
+from vrvm.services.answers.predictions import (
     PREDICT_THREADS,
     PREDICTION_COLUMNS,
     QUERY_CLEANING,
     SCORE_COLUMNS,
     prediction_table,
 )
-from vrvm.trips.cleaning import CleaningReport, combine_reports
-from vrvm.trips.durable import atomic_write
-from vrvm.trips.formats import CLOCK_FORMATS, WEEKDAY_FORMATS, check_date_format
-from vrvm.trips.layouts import (
+from vrvm.services.display.csv_cells import safe_cells
+from vrvm.trips.files.cleaning import CleaningReport, combine_reports
+from vrvm.trips.files.formats import CLOCK_FORMATS, WEEKDAY_FORMATS, check_date_format
+from vrvm.trips.files.layouts import (
     DURATION_ROLES,
     ROLE_LABELS,
     ROLES,
@@ -62,11 +61,12 @@ from vrvm.trips.layouts import (
     UnknownLayoutError,
     missing_roles,
 )
-from vrvm.trips.reader import ReadLimits, iter_trips, propose_options, read_layout
-from vrvm.trips.recipes import ReadOptions
+from vrvm.trips.files.reader import ReadLimits, iter_trips, propose_options, read_layout
+from vrvm.trips.files.recipes import ReadOptions
+from vrvm.trips.store.durable import atomic_write
 
 if TYPE_CHECKING:
-    from vrvm.trips.model import ProgressCallback, TravelTimeModel
+    from vrvm.trips.model.travel_time import ProgressCallback, TravelTimeModel
 
 __all__ = [
     "INSPECT_ROWS",
@@ -193,7 +193,7 @@ def reading_options(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"--map names {', '.join(twice)} more than once")
     zones = None
     if args.zones is not None:
-        from vrvm.trips.zone_files import ZoneFile  # shapely loads only when needed
+        from vrvm.trips.places.zone_files import ZoneFile  # shapely loads only when needed
 
         path, id_property = args.zones
         zones = ZoneFile.read(path, id_property=id_property)
@@ -279,7 +279,7 @@ def cmd_inspect(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> i
     Reads the header and the first :data:`INSPECT_ROWS` data rows only: a large file
     inspects as fast as a small one, and says that the report is of those rows. A
     header no known layout explains is read with the roles the upload form would
-    pre-fill (:func:`vrvm.trips.reader.propose_options`), and the options that read it
+    pre-fill (:func:`vrvm.trips.files.reader.propose_options`), and the options that read it
     so are printed as a command line to copy (status 1: the file needs them).
     """
     given = _given_options(args)
@@ -498,11 +498,11 @@ def predict_in_batches(
 ) -> tuple[int, CleaningReport]:
     """Predict a file of queries batch by batch, writing each batch as it comes.
 
-    The queries are read as :func:`vrvm.services.predictions.read_queries` reads them
+    The queries are read as :func:`vrvm.services.answers.predictions.read_queries` reads them
     (travel times optional, every row's line number, naive times in the model's zone,
-    the reading ``options``), but in batches (:func:`vrvm.trips.reader.iter_trips`, of
+    the reading ``options``), but in batches (:func:`vrvm.trips.files.reader.iter_trips`, of
     :data:`PREDICT_BATCH_BYTES` of CSV text or 65,536 Parquet rows); each batch's
-    predictions (:func:`~vrvm.services.predictions.prediction_table`) are written
+    predictions (:func:`~vrvm.services.answers.predictions.prediction_table`) are written
     before the next is read (Parquet row group by row group through one
     ``ParquetWriter``), so memory does not grow with the file. The output is the one a
     whole-file prediction writes: CSV (compressed for ``.gz``, ``.bz2``, ``.xz``),

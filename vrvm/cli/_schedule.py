@@ -6,9 +6,9 @@ import argparse
 from typing import IO
 
 from vrvm.cli._args import date_time
-from vrvm.services import schedule
-from vrvm.services.places import Place, parse_latlon
-from vrvm.trips.model import TravelTimeModel
+from vrvm.services.answers import schedule
+from vrvm.services.map.places import Place, parse_latlon
+from vrvm.trips.model.travel_time import TravelTimeModel
 
 __all__ = ["add_arrive_by_parser", "cmd_arrive_by"]
 

@@ -23,11 +23,11 @@ import os
 from pathlib import Path
 from typing import IO
 
-from vrvm.services import demo
-from vrvm.services.models import active_model_path, data_home
+from vrvm.services.access.settings import API_TOKEN_ENV as TOKEN_ENV
+from vrvm.services.access.settings import api_token
+from vrvm.services.analyst import demo
+from vrvm.services.versions.models import active_model_path, data_home
 from vrvm.trips.home import READ_ONLY_ENV, read_only_reason
-from vrvm.trips.settings import API_TOKEN_ENV as TOKEN_ENV
-from vrvm.trips.settings import api_token
 
 __all__ = ["add_parser", "cmd_serve"]
 
@@ -154,8 +154,8 @@ def _ensure_model(home: Path, stderr: IO[str], quiet: bool) -> None:
 def cmd_serve(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """Run the server until interrupted."""
     try:  # the API's own dependencies (the "api" extra), only for this command
-        from vrvm.api._server import serve
         from vrvm.api.app import ApiSettings
+        from vrvm.api.server import serve
     except ImportError as exc:
         raise ValueError(
             f"vrvm serve needs FastAPI and uvicorn ({exc}): "

@@ -12,11 +12,11 @@ import pandas as pd
 
 from vrvm.cli._output import ProgressBar, holdout_summary, print_report
 from vrvm.cli._reading import reading_options, zone_origin
-from vrvm.services.models import default_model_name, model_name
-from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.model_dir import MODEL_FILE
-from vrvm.trips.reader import read_layout, read_trips
-from vrvm.trips.split import split_holdout
+from vrvm.services.versions.models import default_model_name, model_name
+from vrvm.trips.files.reader import read_layout, read_trips
+from vrvm.trips.model.split import split_holdout
+from vrvm.trips.model.travel_time import TravelTimeModel
+from vrvm.trips.store.model_dir import MODEL_FILE
 
 __all__ = ["check_model_target", "cmd_train", "fit_with_progress"]
 
@@ -170,9 +170,9 @@ def _train_in_memory(model, args, split_seed, stderr: IO[str]) -> tuple[int, dic
 
 
 def _train_out_of_core(model, args, split_seed, stderr: IO[str]) -> tuple[int, dict | None, Any]:
-    """Two passes over the data, part by part (:func:`vrvm.trips.training.fit_dataset`)."""
-    from vrvm.trips.dataset import TripDataset
-    from vrvm.trips.training import fit_dataset
+    """Two passes over the data, part by part (:func:`vrvm.trips.model.training.fit_dataset`)."""
+    from vrvm.trips.files.dataset import TripDataset
+    from vrvm.trips.model.training import fit_dataset
 
     data = TripDataset(args.trips, **reading_options(args))
     if split_seed is not None and args.seed is None:

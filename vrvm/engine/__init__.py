@@ -6,9 +6,15 @@ updates and the fast solver (:mod:`~vrvm.engine.variational`), the estimators
 :class:`NormalGammaPosterior` they update online, predictive distributions and their
 uniform mixtures, scores (:mod:`~vrvm.engine.metrics`) and the distance-dependent
 spread (:mod:`~vrvm.engine.calibration`). Imports numpy, scipy and scikit-learn only;
-it knows nothing about trips.
+it knows nothing about trips. How work runs in parallel is public too: BLAS held to
+one thread for many small calls (:func:`single_threaded_blas`), blocks spread over
+threads (:func:`in_threads`), worker processes with a parent-death watchdog
+(:func:`watched_parallel`) and their heap settings (:func:`heap_for_numerics`).
 """
 
+from vrvm.engine._blas import CORE_THREADS, in_threads, single_threaded_blas
+from vrvm.engine._malloc import heap_for_numerics
+from vrvm.engine._watchdog import watched_parallel
 from vrvm.engine.blr import BayesianLinearRegression
 from vrvm.engine.distributions import Normal, StudentT
 from vrvm.engine.metrics import evaluate_distribution
@@ -17,6 +23,7 @@ from vrvm.engine.posterior import NormalGammaPosterior
 from vrvm.engine.regressor import VRVMRegressor
 
 __all__ = [
+    "CORE_THREADS",
     "BayesianLinearRegression",
     "MixtureDistribution",
     "Normal",
@@ -24,4 +31,8 @@ __all__ = [
     "StudentT",
     "VRVMRegressor",
     "evaluate_distribution",
+    "heap_for_numerics",
+    "in_threads",
+    "single_threaded_blas",
+    "watched_parallel",
 ]

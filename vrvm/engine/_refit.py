@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vrvm.engine._validation import as_targets
 from vrvm.engine.kernels import BasisSpec, StatisticsAccumulator, SufficientStatistics
 from vrvm.engine.predictor import CoreFit
+from vrvm.engine.validation import as_targets
 
 __all__ = ["BasisAccumulator", "StageColumns", "choose_reserve", "set_fitted", "stage_columns"]
 

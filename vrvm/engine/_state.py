@@ -3,7 +3,7 @@
 What :meth:`VRVMRegressor.export_state <vrvm.engine.regressor.VRVMRegressor.export_state>`
 writes and :meth:`~vrvm.engine.regressor.VRVMRegressor.from_state` reads: the
 parameters, the fitted scalars and arrays, and the compact predictive model
-(:class:`~vrvm.engine.predictor.Predictor`); :mod:`vrvm.trips.model_dir` stores them.
+(:class:`~vrvm.engine.predictor.Predictor`); :mod:`vrvm.trips.store.model_dir` stores them.
 """
 
 from __future__ import annotations

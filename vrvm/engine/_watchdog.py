@@ -81,7 +81,7 @@ def watchdog_kwargs() -> dict:
 
 def watched_parallel(n_jobs: int | None, **kwargs):
     """``joblib.Parallel`` on loky whose workers die with this process: the one way vrvm
-    starts worker processes (members in :mod:`vrvm.trips._ensemble`, kernel-width
+    starts worker processes (members in :mod:`vrvm.trips.model._ensemble`, kernel-width
     candidates in :class:`~vrvm.engine.regressor.VRVMRegressor`).
 
     The same arguments at every call from the same kind of thread, so joblib reuses one

@@ -19,7 +19,9 @@ from scipy import linalg
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
-from vrvm.engine._validation import (
+from vrvm.engine.distributions import Normal, StudentT
+from vrvm.engine.posterior import NormalGammaPosterior
+from vrvm.engine.validation import (
     FORGETTING,
     as_float_array,
     as_targets,
@@ -29,8 +31,6 @@ from vrvm.engine._validation import (
     integer,
     real,
 )
-from vrvm.engine.distributions import Normal, StudentT
-from vrvm.engine.posterior import NormalGammaPosterior
 
 __all__ = ["BayesianLinearRegression", "NormalGammaPosterior"]
 

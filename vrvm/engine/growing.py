@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from vrvm.engine._refit import stage_columns
-from vrvm.engine._validation import as_targets
 from vrvm.engine.kernels import StatisticsAccumulator, SufficientStatistics
+from vrvm.engine.validation import as_targets
 
 __all__ = ["GrowingBasis"]
 

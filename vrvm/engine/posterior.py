@@ -49,7 +49,8 @@ import math
 import numpy as np
 from scipy import linalg
 
-from vrvm.engine._validation import (
+from vrvm.engine.distributions import Normal, StudentT
+from vrvm.engine.validation import (
     FORGETTING,
     as_float_array,
     as_rows,
@@ -58,7 +59,6 @@ from vrvm.engine._validation import (
     check_value,
     positive_number,
 )
-from vrvm.engine.distributions import Normal, StudentT
 
 __all__ = ["NormalGammaPosterior"]
 

@@ -11,7 +11,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from vrvm.engine._refit import BasisAccumulator, choose_reserve, set_fitted, stage_columns
 from vrvm.engine._state import export_state, restore_state
-from vrvm.engine._validation import (
+from vrvm.engine._watchdog import watched_parallel
+from vrvm.engine.kernels import (
+    BasisSpec,
+    SufficientStatistics,
+    choose_centres,
+    sufficient_statistics,
+    width_grid,
+)
+from vrvm.engine.predictor import CoreFit
+from vrvm.engine.validation import (
     FORGETTING,
     SEED,
     as_float_array,
@@ -25,15 +34,6 @@ from vrvm.engine._validation import (
     real,
     weighted_std,
 )
-from vrvm.engine._watchdog import watched_parallel
-from vrvm.engine.kernels import (
-    BasisSpec,
-    SufficientStatistics,
-    choose_centres,
-    sufficient_statistics,
-    width_grid,
-)
-from vrvm.engine.predictor import CoreFit
 from vrvm.engine.variational import (
     FAMILIES,
     Priors,
@@ -616,7 +616,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         """Fitted state as JSON-serialisable metadata plus numeric arrays.
 
         Together with :meth:`from_state` this stores a model without pickle (for
-        :mod:`vrvm.trips.model_dir`); the arrays are plain float64/int64 ndarrays
+        :mod:`vrvm.trips.store.model_dir`); the arrays are plain float64/int64 ndarrays
         (:mod:`vrvm.engine._state`).
 
         Examples

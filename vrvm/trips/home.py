@@ -20,7 +20,7 @@ home with :func:`heal_home`. A **read-only home** (:func:`read_only_reason`: the
 ``VRVM_READ_ONLY`` setting, a read-only file system, or a folder without write
 permission, which vrvm honours even as root) is served as committed: it is not
 healed (what would be repaired is reported), and this process writes nothing in it
-(:func:`vrvm.trips.durable.refuse_writes`): no lock file, no cache, no log line.
+(:func:`vrvm.trips.store.durable.refuse_writes`): no lock file, no cache, no log line.
 """
 
 from __future__ import annotations
@@ -39,9 +39,12 @@ from typing import Literal
 
 import pandas as pd
 
-from vrvm.trips._errors import StoreBusyError
-from vrvm.trips.audit import AuditLog
-from vrvm.trips.durable import (
+from vrvm.trips.files.recipes import RecipeBook
+from vrvm.trips.model.travel_time import TravelTimeModel
+from vrvm.trips.places.zone_files import DEFAULT_LIMITS, ZoneFile, ZoneFileError, ZoneFileLimits
+from vrvm.trips.settings import keep_versions
+from vrvm.trips.store.audit import AuditLog
+from vrvm.trips.store.durable import (
     atomic_write,
     atomic_write_json,
     exclusive_lock,
@@ -49,14 +52,11 @@ from vrvm.trips.durable import (
     remove_temporaries,
     write_refusal,
 )
-from vrvm.trips.model import TravelTimeModel
-from vrvm.trips.model_store import ModelStore
-from vrvm.trips.recipes import RecipeBook
-from vrvm.trips.settings import keep_versions
+from vrvm.trips.store.errors import StoreBusyError
+from vrvm.trips.store.model_store import ModelStore
+from vrvm.trips.store.trip_store import TripStore
+from vrvm.trips.store.trip_table import ROW_GROUP_ROWS, TripTable
 from vrvm.trips.table import CANONICAL_COLUMNS, trips_sha256
-from vrvm.trips.trip_store import TripStore
-from vrvm.trips.trip_table import ROW_GROUP_ROWS, TripTable
-from vrvm.trips.zone_files import DEFAULT_LIMITS, ZoneFile, ZoneFileError, ZoneFileLimits
 
 __all__ = [
     "HOME_ENV",
@@ -144,7 +144,7 @@ def read_only_reason(
     """Why the data home must not be written, or None when it may be.
 
     ``$VRVM_READ_ONLY`` set to ``1``/``true``/``yes``/``on`` (``vrvm serve --read-only``
-    sets it); else :func:`~vrvm.trips.durable.write_refusal` of the home, its model
+    sets it); else :func:`~vrvm.trips.store.durable.write_refusal` of the home, its model
     store or its trip store: a read-only file system, or a folder without write
     permission (honoured even as root, whom permission bits do not stop).
 
@@ -201,7 +201,7 @@ def heal_home(home: str | os.PathLike[str]) -> list[str]:
     for the next open.
 
     A read-only home (:func:`read_only_reason`) is not written at all: this process
-    refuses every later write in it (:func:`~vrvm.trips.durable.refuse_writes`), and
+    refuses every later write in it (:func:`~vrvm.trips.store.durable.refuse_writes`), and
     what would be repaired is logged and returned as ``"not repaired (<why>): ..."``;
     the committed state is what is served.
 
@@ -250,7 +250,7 @@ def training_trips_path(home: str | os.PathLike[str], sha256: str) -> Path:
 def save_training_trips(home: str | os.PathLike[str], trips: pd.DataFrame) -> Path:
     """Keep a model's training trips, content-addressed by :func:`vrvm.trips_sha256`.
 
-    Written atomically, in row groups of :data:`~vrvm.trips.trip_table.ROW_GROUP_ROWS`
+    Written atomically, in row groups of :data:`~vrvm.trips.store.trip_table.ROW_GROUP_ROWS`
     trips (so that a bounded read can pick some); identical data sets share one file.
     The dashboard overlays them on the time-of-day profile and draws the service area
     from them (:func:`training_trip_table`).
@@ -291,7 +291,7 @@ def load_training_trips(
 
 
 def training_trip_table(home: str | os.PathLike[str], model: TravelTimeModel) -> TripTable | None:
-    """The model's kept training trips as a :class:`~vrvm.trips.trip_table.TripTable`.
+    """The model's kept training trips as a :class:`~vrvm.trips.store.trip_table.TripTable`.
 
     Opening it reads the file's footer only; what is derived from all the trips once
     (the map's zones and their index, the model's area) is kept beside the file in

@@ -105,7 +105,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from vrvm.trips.geo import EARTH_RADIUS_KM
+from vrvm.trips.places.geo import EARTH_RADIUS_KM
 
 __all__ = [
     "SYNTHETIC_CITY_CENTER",
