@@ -9,7 +9,7 @@ are a :class:`~vrvm.services.versions.models.TripTable` over the kept file (its 
 zones and the trips' index by zone are derived from them once per model and kept
 beside them (:mod:`vrvm.services.map.trip_index`), so a start reads a few hundred kilobytes
 whatever the number of trips, and an answer reads the trips of a few zones. Once per
-process the data home is healed (:func:`vrvm.services.versions.models.heal_home`: what a killed
+process the data home is healed (:meth:`vrvm.trips.home.Home.heal`: what a killed
 writer left is finished or rolled back, and logged). A data home that cannot be written
 (or a file where it should be) is said in one ``st.error``, naming the path, why and
 what to do, and the page stops there, without a traceback. The context also says who
@@ -82,7 +82,7 @@ def _load_model(path: str, version: int) -> TravelTimeModel:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _training_trips(home: str, path: str, version: int) -> TripTable | None:
-    return models.training_trip_table(Path(home), _load_model(path, version))
+    return models.Home(Path(home)).training_trip_table(_load_model(path, version))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -149,7 +149,7 @@ def _warm_up_charts() -> bool:
 def _healed(home: str) -> tuple[str, ...]:
     """Once per process: finish or roll back what a crash left in the data home (logged)."""
     try:
-        return tuple(models.heal_home(Path(home)))
+        return tuple(models.Home(Path(home)).heal())
     except OSError as exc:  # a read-only home is said by the first write, not here
         logger.warning("cannot heal the data home %s: %s", home, exc)
         return ()

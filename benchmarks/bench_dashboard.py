@@ -48,11 +48,12 @@ import time
 t = time.perf_counter()
 from pathlib import Path
 from vrvm import TravelTimeModel
-from vrvm.services import area as area_svc, models
+from vrvm.services.map import area as area_svc
+from vrvm.services.versions import models
 imported = time.perf_counter()
 home = Path({home!r})
 model = TravelTimeModel.load(models.active_model_path(home)[1])
-trips = models.load_training_trips(home, model)
+trips = models.Home(home).load_training_trips(model)
 area = area_svc.build_service_area(model, trips=trips)
 print(time.perf_counter() - t, imported - t, len(area.grid))
 """
@@ -157,7 +158,7 @@ def main() -> None:
     )
 
     model = TravelTimeModel.load(models.active_model_path(home)[1])
-    trips = models.load_training_trips(home, model)
+    trips = models.Home(home).load_training_trips(model)
     area = area_svc.build_service_area(model, trips=trips)
     rng = np.random.default_rng(0)
     busy = area.grid.index[area.grid["n_points"] > 0].to_numpy()

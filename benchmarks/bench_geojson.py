@@ -66,12 +66,35 @@ peak resident), the million-vertex polygon refused on the bytes in 0.12 s (1 MB 
 growth; 9.9 s and 830 MB to keep it under the former cap, same load) and the 2,000,002
 vertices in 0.46 s. Issue 32's cases (the map step, 100,000 features, zig-zag
 rings, a 40 MB name), before and after: ``BENCHMARKS.md``, "Issue 32: bounded uploads".
+
+``--parsers [scan,json,...]`` times the readers of a zone file's bytes alone instead, each
+in a fresh child (CPU and wall seconds, growth of the peak resident size): the byte scan,
+the scan and :mod:`json` (in use), :mod:`json`, orjson, pyogrio (GDAL) and
+``shapely.from_geojson`` (GEOS) alone, and two ways of building the polygons of a parsed
+document (:data:`PARSERS`)::
+
+    python benchmarks/bench_geojson.py --parsers --repeat 3 --cases nyc_taxi_zones,...
+
+Results (2026-11-27, load average 8-12 on the 2 cores: CPU seconds, which the load
+stretches less than wall time): every library builds the whole document before a limit
+can apply. The 15 million empty arrays (43 MB): the scan refuses them in 0.42 s and
+43 MB; json takes 7.1 s and 1,077 MB, orjson 6.9 s and 1,305 MB, GEOS 2.4 s and 986 MB,
+GDAL 1.3 s and 980 MB and then refuses them ("too complex"). The million-vertex polygon:
+refused by the scan in 0.17 s and 36 MB; json 1.8 s and 185 MB, GDAL 1.5 s and 512 MB.
+The 100,000 nested arrays: the scan 6 ms; json stops at Python's recursion limit,
+orjson parses them all, GDAL does not recognise the format. The NYC taxi zones: scan and
+json 0.29 s and 42 MB (the scan 0.05 s), json alone 0.17 s, GDAL 0.11 s and 6 MB (but
+into typed columns, not the JSON document the checks and the map read). Polygons of the
+parsed NYC zones: 0.04 s from the rings' arrays, 0.27 s by ``shapely.from_geojson`` of
+each geometry. Hence ``vrvm.trips.places.zone_files`` keeps its own scan in front of
+:mod:`json` (its docstring says why).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -314,6 +337,149 @@ def child(case: str, path: Path, trace: bool) -> dict:
     return result
 
 
+# ------------------------------------------------------------------ parsers alone
+
+PARSERS = ("scan", "scan+json", "json", "orjson", "pyogrio", "shapely", "rings", "from_geojson")
+"""What ``--parsers`` compares on each upload's bytes (the byte cap is passed by all):
+
+``scan``
+    ``tally_json``: the byte scan alone (depth, arrays, vertices, parsing cost).
+``scan+json``
+    ``read_json``: the scan, then :mod:`json` only on what it lets through (in use).
+``json``, ``orjson``
+    The parser alone, the byte cap its only bound (orjson: skipped when absent, it is
+    no dependency).
+``pyogrio``
+    ``pyogrio.read_arrow`` of the bytes (GDAL's GeoJSON driver, into Arrow columns).
+``shapely``
+    ``shapely.from_geojson`` of the whole text (GEOS: the geometries, no properties).
+``rings``, ``from_geojson``
+    The polygons built from the parsed document (parsed before the clock starts):
+    ``polygons_of`` (each ring one numpy array, three vectorised shapely calls; in use),
+    or each geometry written back to text for ``shapely.from_geojson``.
+"""
+
+
+def _peak_reset() -> float:
+    """Reset this process's peak resident size (Linux); its resident size now, in MB."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return _rss_mb()
+
+
+def _peak_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def parser_child(parser: str, path: Path) -> dict:
+    """One parser on one upload in this (fresh) process: CPU and wall time, peak growth."""
+    import io
+
+    import shapely
+
+    from vrvm.services.map.boundaries import BOUNDARY_LIMITS
+    from vrvm.trips.places._zone_checks import read_json, tally_json
+    from vrvm.trips.places.zone_files import ZoneFileError
+
+    data = path.read_bytes()
+    small = b'{"type":"FeatureCollection","features":[]}'
+    if parser == "orjson":
+        try:
+            import orjson
+        except ImportError:
+            return {"parser": parser, "outcome": "orjson is not installed"}
+    if parser == "pyogrio":
+        import pyogrio
+
+        pyogrio.read_arrow(io.BytesIO(small))  # GDAL's drivers registered before the baseline
+    if parser in ("rings", "from_geojson"):
+        from vrvm.trips.places._zone_checks import polygons_of
+
+        try:
+            features = json.loads(data)["features"]
+        except (ValueError, RecursionError, KeyError, TypeError) as error:
+            return {"parser": parser, "outcome": f"not a parsed collection ({error!r:.60})"}
+    calls = {
+        "scan": lambda: f"{tally_json(data).pairs:,} vertices counted",
+        "scan+json": lambda: type(read_json("upload", data, BOUNDARY_LIMITS)).__name__,
+        "json": lambda: type(json.loads(data.decode("utf-8-sig"))).__name__,
+        "orjson": lambda: type(orjson.loads(data)).__name__,
+        "pyogrio": lambda: f"{pyogrio.read_arrow(io.BytesIO(data))[1].num_rows:,} rows",
+        "shapely": lambda: shapely.from_geojson(data).geom_type,
+        "rings": lambda: (
+            f"{len(polygons_of('upload', features, 'skip', BOUNDARY_LIMITS)[0])} polygons"
+        ),
+        "from_geojson": lambda: (
+            f"{len(shapely.from_geojson([json.dumps(f['geometry']) for f in features]))} polygons"
+        ),
+    }
+    rss_before = _peak_reset()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    try:
+        outcome = "read: " + calls[parser]()
+    except ZoneFileError as error:
+        outcome = f"refused: {error.problem}"
+    except Exception as error:  # what the library says of the file
+        outcome = f"{type(error).__name__}: {error}"
+    return {
+        "parser": parser,
+        "outcome": outcome.splitlines()[0][:160],
+        "cpu_s": time.process_time() - cpu_started,
+        "wall_s": time.perf_counter() - started,
+        "peak_growth_mb": _peak_mb() - rss_before,
+    }
+
+
+def run_parsers(cases: list[str], parsers: list[str], repeat: int) -> list[dict]:
+    """Each parser on each case, each in a fresh child, the least CPU time of ``repeat``."""
+    results = []
+    for case in cases:
+        data = upload(case)
+        if data is None:
+            print(f"{case}: file absent from {DATA}, skipped", file=sys.stderr)
+            continue
+        with tempfile.NamedTemporaryFile(suffix=".geojson", delete=False) as file:
+            file.write(data)
+        try:
+            for parser in parsers:
+                runs = []
+                for _ in range(repeat):
+                    command = [sys.executable, __file__, "--parser-child", parser, file.name]
+                    done = subprocess.run(
+                        command, capture_output=True, text=True, timeout=TIMEOUT_S
+                    )
+                    if done.returncode:  # a crash of the library is a result too
+                        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+                        runs.append({"parser": parser, "outcome": f"the child failed: {last}"})
+                    else:
+                        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+                best = min(runs, key=lambda r: r.get("cpu_s", math.inf))
+                results.append({"case": case, "file_mb": len(data) / 2**20, **best})
+                print(f"{case} {parser}: {best.get('cpu_s', 0.0):.2f} s", file=sys.stderr)
+        finally:
+            os.unlink(file.name)
+    return results
+
+
+def parser_table(results: list[dict]) -> str:
+    rows = ["| case | file MB | parser | CPU s | wall s | peak RSS growth MB | outcome |"]
+    rows.append("|" + "---|" * 7)
+    for r in results:
+        if "cpu_s" not in r:
+            rows.append(
+                f"| {r['case']} | {r['file_mb']:.1f} | {r['parser']} | | | | {r['outcome']} |"
+            )
+            continue
+        outcome = r["outcome"].replace("|", "/")
+        rows.append(
+            f"| {r['case']} | {r['file_mb']:.1f} | {r['parser']} | {r['cpu_s']:.3f} | "
+            f"{r['wall_s']:.3f} | {r['peak_growth_mb']:.0f} | {outcome} |"
+        )
+    return "\n".join(rows)
+
+
 # ------------------------------------------------------------------ the parent
 
 
@@ -387,8 +553,28 @@ def main(argv: list[str] | None = None) -> int:
         help="the boundary files' vertex cap for this run (the figures of another cap: "
         "2000000 was the cap before MAX_BOUNDARY_VERTICES)",
     )
+    parser.add_argument(
+        "--parsers",
+        nargs="?",
+        const=",".join(PARSERS),
+        help="compare the parsers alone on each case's bytes instead (comma-separated, "
+        f"default all: {', '.join(PARSERS)})",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs per parser (least CPU)")
     parser.add_argument("--child", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--parser-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.parser_child:
+        print(json.dumps(parser_child(args.parser_child[0], Path(args.parser_child[1]))))
+        return 0
+    if args.parsers:
+        cases = [case.strip() for case in args.cases.split(",")]
+        results = run_parsers(cases, args.parsers.split(","), args.repeat)
+        print(parser_table(results))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        return 0
     if args.max_vertices is not None and args.child:
         import dataclasses
 

@@ -52,14 +52,14 @@ TARGET_MIB = 1024
 def demo_model(work: Path) -> Path:
     """The default demo model's directory, trained once into ``work/home``."""
     from vrvm.services.analyst.demo import demo_settings, ensure_demo_model
-    from vrvm.trips.home import model_store
+    from vrvm.trips.home import Home
 
     home = work / "home"
     settings = demo_settings({})  # the defaults, whatever the environment says
     version, trained = ensure_demo_model(home, settings)
     if trained:
         print(f"trained the demo model into {home}", flush=True)
-    return model_store(home).path(version)
+    return Home(home).models.path(version)
 
 
 def point_files(work: Path, size: int) -> tuple[Path, Path]:

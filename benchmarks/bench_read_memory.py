@@ -15,9 +15,35 @@ small in memory):
 ``chicago``
     :func:`vrvm.read_trips` on the Chicago sample
     (``../shared/data/chicago_taxi_trips.csv``, 15,000 rows of 18 columns).
-``synthetic``, ``synthetic_gz``
+``nyc``, ``sf``
+    :func:`vrvm.read_trips` on the NYC sample (``nyc_taxi_2016_sample.csv``) and the
+    San Francisco bike-share file whose last line is cut off
+    (``sf_bikeshare_2019-02_partial.csv``).
+``synthetic``, ``synthetic_gz``, ``synthetic_bz2``, ``synthetic_xz``, ``synthetic_zip``
     :func:`vrvm.read_trips` on 1,000,000 synthetic trips
-    (:func:`vrvm.synthetic_city`, ten seeds of 100,000), as CSV and as gzip.
+    (:func:`vrvm.synthetic_city`, ten seeds of 100,000), as CSV, gzip, bz2, xz (preset
+    1) and a zip archive holding the CSV.
+``bomb_gz``, ``bomb_bz2``
+    :func:`vrvm.read_trips` on a valid header and one row repeated: 2 GiB of text in
+    6.2 MB of gzip (336-fold) or 0.6 MB of bz2 (3,400-fold), refused by the ratio guard
+    (past its first 100 MiB): the time and memory a bomb costs before it is stopped.
+``expand_gz``, ``expand_bz2``, ``expand_xz``, ``expand_bomb_gz``, ``expand_bomb_bz2``
+    :func:`vrvm.trips.files.reader.check_expansion` (decompression through the expansion
+    guard alone, as an upload is checked first) on the synthetic trips and the bombs.
+``wide_header``, ``wide_header_gz``
+    :func:`vrvm.read_trips` on a header of 1,000,000 columns (2 MB, one row), plain and
+    gzipped: refused on the raw header bytes.
+``batches_own``, ``batches_pyarrow``, ``batches_pyarrow_exact`` (and ``_wide``)
+    Cutting a CSV file into batches and parsing every column, on the synthetic trips
+    (and, ``_wide``, on the Chicago sample 60 times: 900,120 rows of 23 columns): the
+    reader's own cutter and pandas (``vrvm.trips.files._batches.csv_batches``), against
+    pyarrow's streaming reader (:func:`pyarrow.csv.open_csv`, every column read as text)
+    typed by pyarrow's casts or (``_exact``) by :func:`pandas.to_numeric`, which gives
+    pandas' doubles; ``batches_pyarrow_exact_needed_wide`` converts only the 6 columns a
+    layout needs. The comparison behind the docstring of ``_batches``.
+``doubles``
+    The share of the NYC and SF samples' coordinates that pyarrow's cast from text and
+    pandas' C parser read as different doubles.
 ``upload_rows``
     The dashboard's upload path (:func:`vrvm.services.analyst.uploads.read_upload`) on a gzip
     of about 110 MB that expands to 1.5 GB of valid rows (some 20 million; each
@@ -35,20 +61,23 @@ small in memory):
 
 Usage, from the repository root::
 
-    python benchmarks/bench_read_memory.py --label after          # all cases, ~10 min
+    python benchmarks/bench_read_memory.py --label after          # all cases, ~20 min
     python benchmarks/bench_read_memory.py --code /tmp/before --label before
     python benchmarks/bench_read_memory.py --cases chicago,synthetic --quick
 
 Writes ``benchmarks/results/bench_read_memory.json`` (runs are merged by label) and
 prints one Markdown table. Timings are wall clock on a machine that may be shared
-(the 1-minute load average is recorded with each run).
+(the 1-minute load average is recorded with each run); the CPU time of the process
+(``cpu_seconds``, all its threads) is recorded too, and varies less with the load.
 """
 
 from __future__ import annotations
 
 import argparse
+import bz2
 import gzip
 import json
+import lzma
 import os
 import platform
 import resource
@@ -56,13 +85,55 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("VRVM_SHARED_DATA", REPO.parent / "shared" / "data"))
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_read_memory.json"
-CASES = ("baseline", "chicago", "synthetic", "synthetic_gz", "upload_rows", "predict", "inspect")
+CASES = (
+    "baseline",
+    "chicago",
+    "nyc",
+    "sf",
+    "synthetic",
+    "synthetic_gz",
+    "synthetic_bz2",
+    "synthetic_xz",
+    "synthetic_zip",
+    "bomb_gz",
+    "bomb_bz2",
+    "expand_gz",
+    "expand_bz2",
+    "expand_xz",
+    "expand_bomb_gz",
+    "expand_bomb_bz2",
+    "wide_header",
+    "wide_header_gz",
+    "batches_own",
+    "batches_pyarrow",
+    "batches_pyarrow_exact",
+    "batches_own_wide",
+    "batches_pyarrow_exact_wide",
+    "batches_pyarrow_exact_needed_wide",
+    "doubles",
+    "upload_rows",
+    "predict",
+    "inspect",
+)
+COMPRESSED = ("synthetic_gz", "synthetic_bz2", "synthetic_xz", "synthetic_zip")
+REFUSED = ("bomb_gz", "bomb_bz2", "wide_header", "wide_header_gz")
+NA_VALUES = [
+    *("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND"),
+    *("1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"),
+]
+"""pandas' default missing values, given to pyarrow so that both read the same cells as
+missing."""
+CHICAGO_ROLES = [
+    *("trip_start_timestamp", "trip_seconds", "pickup_latitude", "pickup_longitude"),
+    *("dropoff_latitude", "dropoff_longitude"),
+]
 MIB = 2**20
 
 
@@ -84,6 +155,14 @@ def prepare(work: Path, quick: bool) -> dict[str, Path]:
     files = {
         "synthetic": work / f"synthetic_{1_000_000 // scale}.csv",
         "synthetic_gz": work / f"synthetic_{1_000_000 // scale}.csv.gz",
+        "synthetic_bz2": work / f"synthetic_{1_000_000 // scale}.csv.bz2",
+        "synthetic_xz": work / f"synthetic_{1_000_000 // scale}.csv.xz",
+        "synthetic_zip": work / f"synthetic_{1_000_000 // scale}.csv.zip",
+        "bomb_gz": work / "bomb_2048MB.csv.gz",
+        "bomb_bz2": work / "bomb_2048MB.csv.bz2",
+        "wide": work / "chicago_x60.csv",
+        "wide_header": work / "wide_header_1e6.csv",
+        "wide_header_gz": work / "wide_header_1e6.csv.gz",
         "upload_rows": work / f"upload_{1536 // scale}MB.csv.gz",
         "inspect": work / f"inspect_{1024 // scale}MB.csv",
         "model": work / "model",
@@ -93,9 +172,29 @@ def prepare(work: Path, quick: bool) -> dict[str, Path]:
             for text in _synthetic_lines(1_000_000 // scale, 10):
                 fh.write(text)
         files["synthetic"].with_suffix(".tmp").replace(files["synthetic"])
-    if not files["synthetic_gz"].exists():
-        with open(files["synthetic"], "rb") as src, gzip.open(files["synthetic_gz"], "wb") as dst:
-            shutil.copyfileobj(src, dst, 16 * MIB)
+    openers = {
+        "synthetic_gz": gzip.open,
+        "synthetic_bz2": bz2.open,
+        "synthetic_xz": lambda path, mode: lzma.open(path, mode, preset=1),
+    }
+    for case, opener in openers.items():
+        if not files[case].exists():
+            with open(files["synthetic"], "rb") as src, opener(files[case], "wb") as dst:
+                shutil.copyfileobj(src, dst, 16 * MIB)
+    if not files["synthetic_zip"].exists():
+        with zipfile.ZipFile(files["synthetic_zip"], "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.write(files["synthetic"], "trips.csv")
+    if not files["bomb_gz"].exists():
+        _write_bomb(files["bomb_gz"], gzip.compress, 2048 * MIB)
+    if not files["bomb_bz2"].exists():
+        _write_bomb(files["bomb_bz2"], bz2.compress, 2048 * MIB)
+    chicago = DATA / "chicago_taxi_trips.csv"
+    if not files["wide"].exists() and chicago.is_file():
+        _write_repeated(chicago, files["wide"], 60 * chicago.stat().st_size)
+    if not files["wide_header"].exists():
+        wide = ("a," * 999_999 + "a\n" + "1," * 999_999 + "1\n").encode()
+        files["wide_header"].write_bytes(wide)
+        files["wide_header_gz"].write_bytes(gzip.compress(wide))
     if not files["upload_rows"].exists():
         _write_upload(files["upload_rows"], (1536 // scale) * MIB)
     if not files["inspect"].exists():
@@ -129,6 +228,21 @@ def _write_upload(path: Path, n_bytes: int) -> None:
     path.with_suffix(".tmp").replace(path)
 
 
+def _write_bomb(path: Path, compress, n_bytes: int) -> None:
+    """A valid trip header, then one row again and again to ``n_bytes`` of text: the
+    compressed stream of 1 MiB of rows written again and again (gzip and bz2 files may
+    hold several streams, and readers read them all)."""
+    header = "trip_start_timestamp,trip_seconds,pickup_latitude,pickup_longitude,"
+    header += "dropoff_latitude,dropoff_longitude\n"
+    row = "2016-01-01 08:00:00,600,41.88,-87.63,41.90,-87.65\n"
+    block = compress((row * (MIB // len(row))).encode())
+    with open(path.with_suffix(".tmp"), "wb") as fh:
+        fh.write(compress(header.encode()))
+        for _ in range(n_bytes // MIB):
+            fh.write(block)
+    path.with_suffix(".tmp").replace(path)
+
+
 def _write_repeated(source: Path, path: Path, n_bytes: int) -> None:
     """``source``'s header and its rows again and again, to ``n_bytes``."""
     with open(source, "rb") as fh:
@@ -142,6 +256,89 @@ def _write_repeated(source: Path, path: Path, n_bytes: int) -> None:
 
 
 # ----------------------------------------------------------------------------- child
+def _pyarrow_batches(path: str, exact: bool, only: list[str] | None = None):
+    """The batches of a CSV file as pyarrow's streaming reader cuts them (8 MiB blocks),
+    every column read as text, then typed: by pyarrow's casts, or (``exact``) by
+    :func:`pandas.to_numeric`. A best case for pyarrow: rows it finds invalid are
+    skipped, and nothing reads as pandas would (row numbers, short rows, spaces)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    names = list(pd.read_csv(path, nrows=0).columns)
+    reader = pacsv.open_csv(
+        path,
+        read_options=pacsv.ReadOptions(block_size=8 * MIB, column_names=names, skip_rows=1),
+        parse_options=pacsv.ParseOptions(
+            newlines_in_values=True, ignore_empty_lines=False, invalid_row_handler=lambda r: "skip"
+        ),
+        convert_options=pacsv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()),
+            null_values=NA_VALUES,
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=True,
+            include_columns=only,
+        ),
+    )
+    for batch in reader:
+        yield pd.DataFrame({n: _typed(batch.column(n), exact) for n in batch.schema.names})
+
+
+def _typed(column, exact: bool):
+    """A column of text as pandas types it: numbers if every value is one, else text."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        numbers = pc.cast(column, pa.float64())
+    except pa.ArrowInvalid:
+        return column.to_pandas()
+    if exact:
+        return pd.to_numeric(column.to_pandas())
+    if numbers.null_count == 0 and pc.all(pc.match_substring_regex(column, r"^[+-]?\d+$")).as_py():
+        return pc.cast(column, pa.int64()).to_numpy()  # pandas reads whole numbers as int64
+    return numbers.to_numpy(zero_copy_only=False)
+
+
+def _batches_case(case: str, files: dict[str, str]) -> dict[str, Any]:
+    path = files["wide" if case.endswith("_wide") else "synthetic"]
+    if case.startswith("batches_own"):
+        from vrvm.trips.files import _batches, _source
+
+        frames = (f for f, _ in _batches.csv_batches(_source.open_source(path, None), ","))
+    else:
+        only = CHICAGO_ROLES if "needed" in case else None
+        frames = _pyarrow_batches(path, exact="pyarrow_exact" in case, only=only)
+    n_rows = n_batches = 0
+    for frame in frames:
+        n_rows, n_batches = n_rows + len(frame), n_batches + 1
+    return {"rows": n_rows, "batches": n_batches}
+
+
+def _doubles(files: dict[str, str]) -> dict[str, Any]:
+    """Coordinates that pyarrow's cast and pandas' C parser read as different doubles."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    found = {}
+    for case in ("nyc", "sf"):
+        text = pd.read_csv(files[case], dtype=str, keep_default_na=False)
+        parsed = pd.read_csv(files[case])
+        columns = [c for c in parsed.columns if "lat" in c or "lon" in c]
+        differ = total = 0
+        for column in columns:
+            cells = text[column].to_numpy(dtype=object)
+            known = parsed[column].notna().to_numpy()
+            arrow = pc.cast(pa.array(cells[known]), pa.float64()).to_numpy()
+            differ += int(np.sum(arrow != parsed[column].to_numpy()[known]))
+            total += int(known.sum())
+        found[case] = f"{differ:,} of {total:,} ({differ / total:.1%})"
+    return found
+
+
 def _high_water_mb() -> float | None:
     """The peak resident memory of this process image (Linux ``VmHWM``), in MiB."""
     try:
@@ -159,22 +356,38 @@ def run_case(case: str, files: dict[str, str]) -> dict[str, Any]:
     import io
 
     import vrvm
-    from vrvm.trips.files.reader import read_trips
+    from vrvm.trips.files.reader import TripFileError, read_trips
 
     result: dict[str, Any] = {"vrvm": str(Path(vrvm.__file__).parent)}
-    start = time.perf_counter()
-    if case == "chicago":
-        trips, report = read_trips(files["chicago"])
-        result.update(rows=report.n_input, kept=len(trips))
-    elif case in ("synthetic", "synthetic_gz"):
+    start, cpu_start = time.perf_counter(), time.process_time()
+    if case in ("chicago", "nyc", "sf", "synthetic", *COMPRESSED):
         trips, report = read_trips(files[case])
         result.update(rows=report.n_input, kept=len(trips))
+    elif case in REFUSED:
+        try:
+            trips, report = read_trips(files[case])
+            result.update(ok=True, rows=report.n_input, kept=len(trips))
+        except TripFileError as exc:
+            result.update(ok=False, error=str(exc)[:200], limit=exc.limit)
+    elif case.startswith("batches_"):
+        result.update(_batches_case(case, files))
+    elif case == "doubles":
+        result.update(_doubles(files))
+    elif case.startswith("expand_"):
+        from vrvm.trips.files.reader import check_expansion
+
+        path = files[case.replace("expand_", "synthetic_").replace("synthetic_bomb_", "bomb_")]
+        try:
+            result.update(ok=True, expanded_mb=round(check_expansion(path) / MIB, 1))
+        except TripFileError as exc:
+            result.update(ok=False, error=str(exc)[:200], limit=exc.limit)
     elif case == "upload_rows":
         from vrvm.services.analyst.uploads import read_upload
 
         data = Path(files[case]).read_bytes()
         result["compressed_mb"] = round(len(data) / MIB, 1)
-        start = time.perf_counter()  # the upload's bytes are in memory already
+        # the upload's bytes are in memory already
+        start, cpu_start = time.perf_counter(), time.process_time()
         outcome = read_upload(Path(files[case]).name, data)
         result.update(ok=outcome.ok, error=(outcome.error or "")[:200])
         if outcome.ok:
@@ -193,6 +406,7 @@ def run_case(case: str, files: dict[str, str]) -> dict[str, Any]:
     elif case != "baseline":
         raise SystemExit(f"unknown case {case!r}")
     result["seconds"] = round(time.perf_counter() - start, 2)
+    result["cpu_seconds"] = round(time.process_time() - cpu_start, 2)  # all threads
     result["peak_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     result["vm_hwm_mb"] = _high_water_mb()
     return result
@@ -224,7 +438,9 @@ def _peak(result: dict) -> float:
 
 def table(runs: dict[str, dict[str, dict]]) -> str:
     labels = list(runs)
-    head = "| case | " + " | ".join(f"{lab}: peak MB (above baseline) | {lab}: s" for lab in labels)
+    head = "| case | " + " | ".join(
+        f"{lab}: peak MB (above baseline) | {lab}: s (CPU s)" for lab in labels
+    )
     lines = [head + " |", "|---|" + "---|---|" * len(labels)]
     for case in CASES:
         cells = []
@@ -234,6 +450,8 @@ def table(runs: dict[str, dict[str, dict]]) -> str:
             if "peak_mb" in r:
                 peak = f"{_peak(r):,.0f} ({_peak(r) - base:+,.0f})"
                 seconds = f"{r['seconds']:.1f}"
+                if "cpu_seconds" in r:
+                    seconds += f" ({r['cpu_seconds']:.1f})"
                 if r.get("error"):
                     seconds += " (refused)"
             else:
@@ -279,9 +497,16 @@ def main(argv=None) -> int:
     files = {k: Path(v) for k, v in json.loads(made.stdout.strip().splitlines()[-1]).items()}
     files["work"] = args.work
     files["chicago"] = DATA / "chicago_taxi_trips.csv"
-    if "chicago" in wanted and not files["chicago"].is_file():
-        print(f"skipping chicago: {files['chicago']} is not available", file=sys.stderr)
-        wanted.remove("chicago")
+    files["nyc"] = DATA / "nyc_taxi_2016_sample.csv"
+    files["sf"] = DATA / "sf_bikeshare_2019-02_partial.csv"
+    for case in ("chicago", "nyc", "sf"):
+        if case in wanted and not files[case].is_file():
+            print(f"skipping {case}: {files[case]} is not available", file=sys.stderr)
+            wanted.remove(case)
+    for case in [c for c in wanted if c.endswith("_wide")]:
+        if not files["wide"].is_file():
+            print(f"skipping {case}: the Chicago sample is not available", file=sys.stderr)
+            wanted.remove(case)
     runs = json.loads(args.results.read_text()) if args.results.is_file() else {}
     runs = {k: v for k, v in runs.items() if k != "meta"}
     current = runs.setdefault(args.label, {})

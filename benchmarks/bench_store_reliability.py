@@ -80,10 +80,10 @@ print(s.active_version(), s.latest_version())
 _HEAL = """
 import sys
 try:
-    from vrvm.trips.home import heal_home
+    from vrvm.trips.home import Home
 except ImportError:  # code without healing: nothing repairs the home
     sys.exit(0)
-heal_home(sys.argv[1])
+Home(sys.argv[1]).heal()
 """
 
 

@@ -56,8 +56,8 @@ sys.path.insert(0, {repo!r})
 import numpy as np
 from pathlib import Path
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.services import models
-from vrvm.trips.home import trip_store
+from vrvm.services.versions import models
+from vrvm.trips.home import Home
 from vrvm.trips.table import summarise_trips, trip_provenance
 
 home, n, n_fit, trained = Path({home!r}), {n}, {n_fit}, {model!r}
@@ -81,7 +81,7 @@ models.publish_model(
     home, model, metrics=None, info={{"kind": "train"}}, training_trips=trips
 )
 published = time.perf_counter() - t
-store = trip_store(home)
+store = Home(home).trips
 t = time.perf_counter()
 batches = np.array_split(np.arange(n), 10)
 for i, batch in enumerate(batches):
@@ -99,15 +99,18 @@ t0 = time.perf_counter()
 from pathlib import Path
 import numpy as np
 from vrvm import TravelTimeModel
-from vrvm.services import area as area_svc, demo, forecast, models, places
+from vrvm.services.map import area as area_svc
+from vrvm.services.analyst import demo
+from vrvm.services.answers import forecast
+from vrvm.services.versions import models
+from vrvm.services.map import places
 imported = time.perf_counter()
 home = Path({home!r})
 demo.prepare_home(home)
-models.heal_home(home)
+getattr(models, "Home", None) and models.Home(home).heal()
 version, path = models.active_model_path(home)
 model = TravelTimeModel.load(path)
-opened = getattr(models, "training_trip_table", None)
-trips = opened(home, model) if opened else models.load_training_trips(home, model)
+trips = models.Home(home).training_trip_table(model)
 area = area_svc.build_service_area(model, trips=trips)
 ready = time.perf_counter()
 rss_context = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -148,7 +151,8 @@ import resource, sys, time
 sys.path.insert(0, {repo!r})
 t0 = time.perf_counter()
 from pathlib import Path
-from vrvm.services import demo, store_admin
+from vrvm.services.analyst import demo
+from vrvm.services.analyst import store_admin
 imported = time.perf_counter()
 home = Path({home!r})
 t = time.perf_counter()
@@ -158,8 +162,8 @@ upload = demo.demo_trips(2000, seed=12345)
 t = time.perf_counter()
 far = store_admin.distance_to_store_km(home, upload)
 t_centre = time.perf_counter() - t
-from vrvm.trips.home import trip_store
-store = trip_store(home)
+from vrvm.trips.home import Home
+store = Home(home).trips
 t = time.perf_counter()
 result = store.add(upload, source="extra.csv", synthetic=True)
 t_add = time.perf_counter() - t

@@ -101,7 +101,7 @@ def service_area(home: Path):
 
     _, path = models.active_model_path(home)
     model = TravelTimeModel.load(path)
-    trips = models.training_trip_table(home, model)
+    trips = models.Home(home).training_trip_table(model)
     return model, area_svc.build_service_area(model, trips=trips)
 
 

@@ -17,6 +17,12 @@ path) in a fresh child process on the bytes of one file. Cases:
 Run from the repository root::
 
     python benchmarks/bench_uploads.py [--cases columns_200k,columns_1e6] [--json FILE]
+    python benchmarks/bench_uploads.py --pyarrow   # the parse by pyarrow instead
+
+``--pyarrow`` times what pyarrow's CSV reader (:func:`pyarrow.csv.read_csv`, every column
+as text, a row wider than the header refused by its ``invalid_row_handler``) takes on the
+same bytes, in place of :func:`~vrvm.trips.files.small_csv.read_small_csv`'s pandas parse
+and its count of fields on the raw bytes: the comparison behind that module's docstring.
 
 Prints a Markdown table: outcome, seconds, and the child's peak resident size
 (``ru_maxrss``) and its growth over the size just before the read.
@@ -86,7 +92,28 @@ def _area():
     return ServiceArea(grid, 8, (0, 0, 0.3, 0), ViewState(0, 0, 10))
 
 
-def child(case: str, path: Path) -> dict:
+def _pyarrow_parse(data: bytes) -> None:
+    """Every cell as text by pyarrow's CSV reader; a row wider than the header refused
+    (an ``ArrowInvalid``, a ``ValueError``)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    def refuse(row):  # pyarrow then raises its own error, naming the fields
+        return "error" if row.actual_columns > row.expected_columns else "skip"
+
+    names = pacsv.read_csv(io.BytesIO(data.split(b"\n", 1)[0] + b"\n")).column_names
+    pacsv.read_csv(
+        io.BytesIO(data),
+        parse_options=pacsv.ParseOptions(invalid_row_handler=refuse),
+        convert_options=pacsv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
+        ),
+    )
+
+
+def child(case: str, path: Path, pyarrow: bool = False) -> dict:
     """One case in this (fresh) process."""
     from vrvm.services.planning import fleet_files
 
@@ -95,7 +122,10 @@ def child(case: str, path: Path) -> dict:
     rss_before = _rss_mb()
     started = time.perf_counter()
     try:
-        fleet_files.read_demand_csv(data, area, source=f"{case}.csv")
+        if pyarrow:
+            _pyarrow_parse(data)
+        else:
+            fleet_files.read_demand_csv(data, area, source=f"{case}.csv")
         outcome, message = "read", ""
     except ValueError as error:
         outcome, message = "refused", str(error)
@@ -112,12 +142,13 @@ def child(case: str, path: Path) -> dict:
     }
 
 
-def run(case: str) -> dict:
+def run(case: str, pyarrow: bool = False) -> dict:
     data = upload(case)
     with tempfile.NamedTemporaryFile(suffix=".csv", delete=False) as file:
         file.write(data)
     try:
         command = [sys.executable, __file__, "--child", case, file.name]
+        command += ["--pyarrow"] * pyarrow
         started = time.perf_counter()
         try:
             done = subprocess.run(
@@ -156,14 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--pyarrow", action="store_true", help="parse with pyarrow instead")
     parser.add_argument("--child", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child[0], Path(args.child[1]))))
+        print(json.dumps(child(args.child[0], Path(args.child[1]), args.pyarrow)))
         return 0
     results = []
     for case in args.cases.split(","):
-        result = run(case.strip())
+        result = run(case.strip(), args.pyarrow)
         results.append(result)
         print(f"{case}: {result['seconds']:.1f} s", file=sys.stderr)
     print(table(results))

@@ -80,7 +80,7 @@ START_TIMEOUT_S = 120.0  # imports + data generation before the first worker, lo
 DASHBOARD_PARENT = """
 import sys, threading, time
 from pathlib import Path
-from vrvm.services import demo
+from vrvm.services.analyst import demo
 home = Path(sys.argv[1])
 
 def first_start():

@@ -53,9 +53,9 @@ def main(city: str, split_name: str = "random") -> None:
     trips, _ = read_trips(bt.SHARED / bt.CITIES[city])
     split = next(s for s in bt.make_splits(trips) if s.name == split_name)
     model = TravelTimeModel(n_jobs=2, random_state=0)
-    model._validate_params()
-    data = model._fit(split.train, None, None, None, time.perf_counter(), {})
-    predictives = model._predictives()
+    model.validate_params()
+    data = model.fit_trips(split.train, None, None, None, time.perf_counter(), {})
+    predictives = model.member_predictors()
     loc, _ = _ensemble.member_loc_scale(predictives, data.X, data.d)
     held_out = data.shard_of_row[None, :] != np.arange(len(predictives))[:, None]
     residual = data.y - (loc * held_out).sum(axis=0) / held_out.sum(axis=0)

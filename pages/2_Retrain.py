@@ -7,14 +7,11 @@ page says plainly that anyone who can open it can change the model.
 
 import streamlit as st
 
-from app_ui import (
-    access_view,
+from app_ui import access_view, context, messages, sidebar
+from app_ui.retrain import (
     audit_view,
     candidates_view,
-    context,
     export_view,
-    messages,
-    sidebar,
     store_view,
     upload_view,
     versions_view,

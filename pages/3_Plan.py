@@ -12,7 +12,7 @@ import streamlit as st
 from app_ui import context, sidebar
 
 KEY = "plan"
-SECTIONS = {  # key: (label, view module in app_ui)
+SECTIONS = {  # key: (label, view module in app_ui.plan)
     "arrive": (":material/alarm: Arrive by", "arrive_view"),
     "fleet": (":material/local_hospital: Fleet coverage", "fleet_view"),
     "isochrone": (":material/blur_circular: Probability isochrones", "isochrone_view"),
@@ -30,5 +30,5 @@ section = st.segmented_control(
     key=f"{KEY}_section",
     required=True,
 )
-view = importlib.import_module(f"app_ui.{SECTIONS[section][1]}")
+view = importlib.import_module(f"app_ui.plan.{SECTIONS[section][1]}")
 view.show(f"{KEY}_{section}", ctx)

@@ -67,18 +67,18 @@ def tiny_home(tmp_path_factory):
 def tiny_model(tiny_home):
     """The tiny demo model, loaded from its store."""
     from vrvm import TravelTimeModel
-    from vrvm.trips.home import model_store
+    from vrvm.trips.home import Home
 
-    return TravelTimeModel.load(model_store(tiny_home).active_path())
+    return TravelTimeModel.load(Home(tiny_home).models.active_path())
 
 
 @pytest.fixture(scope="session")
 def tiny_area(tiny_home, tiny_model):
     """The tiny model's service area (zones over its training trips)."""
     from vrvm.services.map.area import build_service_area
-    from vrvm.trips.home import load_training_trips
+    from vrvm.trips.home import Home
 
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     return build_service_area(tiny_model, trips=trips)
 
 

@@ -12,7 +12,7 @@ from tests.test_cli import run
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.services.access.policy import os_user, verify_passphrase_hash
 from vrvm.services.versions.models import versions_table
-from vrvm.trips.home import audit_log, model_store
+from vrvm.trips.home import Home
 
 
 def test_export_snaps_by_default_at_a_measured_cost_and_records_who(vrvm_home, tmp_path):
@@ -20,7 +20,7 @@ def test_export_snaps_by_default_at_a_measured_cost_and_records_who(vrvm_home, t
     assert status == 0, err
     assert "exported with its relevance vectors at the centres of H3 cells" in out
     assert "of its training trips" in out and "CRPS" in out
-    original = TravelTimeModel.load(model_store(vrvm_home).active_path())
+    original = TravelTimeModel.load(Home(vrvm_home).models.active_path())
     shared = TravelTimeModel.load(tmp_path / "shared")
     resolution = shared.training_summary_["snapped"]["resolution"]
     assert f"resolution {resolution}" in out
@@ -29,7 +29,7 @@ def test_export_snaps_by_default_at_a_measured_cost_and_records_who(vrvm_home, t
     queries = synthetic_city(100, seed=9)
     ratio = shared.predict(queries) / original.predict(queries)
     assert np.median(np.abs(ratio - 1)) < 0.05
-    entry = audit_log(vrvm_home).entries()[-1]
+    entry = Home(vrvm_home).audit.entries()[-1]
     assert (entry["action"], entry["who"], entry["how"], entry["via"]) == (
         "export",
         os_user(),
@@ -44,9 +44,9 @@ def test_export_raw_and_from_a_model_directory(vrvm_home, tmp_path):
     status, out, _ = run("export", str(vrvm_home), "--out", str(tmp_path / "raw"), "--raw")
     assert status == 0 and "exported raw" in out
     raw = TravelTimeModel.load(tmp_path / "raw")
-    original = TravelTimeModel.load(model_store(vrvm_home).active_path())
+    original = TravelTimeModel.load(Home(vrvm_home).models.active_path())
     assert raw.relevance_trips().equals(original.relevance_trips())
-    model_dir = str(model_store(vrvm_home).active_path())
+    model_dir = str(Home(vrvm_home).models.active_path())
     status, out, _ = run("export", model_dir, "--out", str(tmp_path / "a"), "--resolution", "9")
     assert status == 0 and "cost not measured" in out
     trips = tmp_path / "test.csv"
@@ -64,7 +64,7 @@ def test_update_and_activate_record_the_os_user(vrvm_home, tmp_path):
     synthetic_city(200, seed=12).to_csv(trips, index=False)
     assert run("update", str(vrvm_home), str(trips))[0] == 0
     assert run("versions", str(vrvm_home), "--activate", "1")[0] == 0
-    publish, activate = audit_log(vrvm_home).entries()[-2:]
+    publish, activate = Home(vrvm_home).audit.entries()[-2:]
     assert (publish["action"], publish["kind"], publish["version"], publish["file"]) == (
         "publish",
         "update",
@@ -89,7 +89,7 @@ def test_audit_prints_the_log_and_finds_a_broken_chain(vrvm_home, tmp_path):
     assert "export" in lines[1] and os_user() in lines[1]
     status, out, _ = run("audit", str(vrvm_home / "models"), "--json", "--last", "1")
     assert status == 0 and [e["action"] for e in json.loads(out)] == ["export"]
-    path = audit_log(vrvm_home).path
+    path = Home(vrvm_home).audit.path
     path.write_text(path.read_text().replace('"vrvm"', '"mallory"', 1))
     status, _, err = run("audit", str(vrvm_home))
     assert status == 1 and "chain of entries breaks at line(s) [2]" in err

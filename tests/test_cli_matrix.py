@@ -29,9 +29,9 @@ def run(*argv) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def model_dir(tiny_home):
-    from vrvm.trips.home import model_store
+    from vrvm.trips.home import Home
 
-    return model_store(tiny_home).active_path()
+    return Home(tiny_home).models.active_path()
 
 
 @pytest.fixture

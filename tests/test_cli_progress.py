@@ -103,9 +103,9 @@ def test_train_shows_each_phase_with_the_time_left(tmp_path):
 # ----------------------------------------------------------------------------- predict
 @pytest.fixture
 def tiny_model_dir(tiny_home):
-    from vrvm.trips.home import model_store
+    from vrvm.trips.home import Home
 
-    return model_store(tiny_home).active_path()
+    return Home(tiny_home).models.active_path()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from vrvm.cli import main
 from vrvm.services.answers import schedule
 from vrvm.services.map.places import Place
-from vrvm.trips.home import model_store
+from vrvm.trips.home import Home
 from vrvm.trips.model.travel_time import TravelTimeModel
 
 ORIGIN = (-39.984969, -30.001111)  # Downtown Synthetica
@@ -25,7 +25,7 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def model_dir(tiny_home):
-    return str(model_store(tiny_home).active_path())
+    return str(Home(tiny_home).models.active_path())
 
 
 def where(point: tuple[float, float]) -> str:

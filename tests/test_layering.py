@@ -166,3 +166,135 @@ def test_the_http_api_sits_beside_the_cli_and_imports_only_downwards():
         _modules("vrvm/engine", "vrvm/trips", "vrvm/services"), lambda n: _under(n, "vrvm.api")
     )
     assert not lower, "\n".join(lower)
+
+
+# --------------------------------------------------------------------------- packages
+
+MAX_MODULES_PER_PACKAGE = 20
+TRIP_PACKAGES = ("places", "store", "files", "model")
+"""``vrvm.trips``' packages, lowest first: each imports only those before it."""
+SERVICE_PACKAGES = ("display", "access", "versions", "analyst", "map", "answers", "planning")
+"""``vrvm.services``' packages, lowest first: each imports only those before it."""
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _package_of(path: Path) -> str:
+    name = _module_name(path)
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _is_module(name: str) -> bool:
+    where = ROOT.joinpath(*name.split("."))
+    return (where / "__init__.py").is_file() or where.with_suffix(".py").is_file()
+
+
+def _imported_modules(path: Path) -> list[tuple[str, str | None]]:
+    """``(module, name)`` for every import of ``path`` inside vrvm; ``name`` is None when
+    a module itself is imported (``from vrvm.trips import home`` imports the module)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                found.append((full, None) if _is_module(full) else (node.module, alias.name))
+    return [(module, name) for module, name in found if _under(module, "vrvm")]
+
+
+def _private_owner(module: str, name: str | None) -> str | None:
+    """The package a private module or name belongs to, None when all of it is public."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    if name and name.startswith("_") and not name.startswith("__"):
+        is_package = (ROOT.joinpath(*parts) / "__init__.py").is_file()
+        return module if is_package else module.rpartition(".")[0]
+    return None
+
+
+def test_no_private_name_is_imported_across_a_package_boundary():
+    # A package's `_module` and `_name` are its own: other packages use its public names.
+    bad = []
+    for path in _modules("vrvm", "app_ui", "pages", "app.py"):
+        package = _package_of(path)
+        for module, name in _imported_modules(path):
+            owner = _private_owner(module, name)
+            if owner is not None and not _under(package, owner):
+                bad.append(f"{_rel(path)} imports {module}" + (f".{name}" if name else ""))
+    assert not bad, "\n".join(bad)
+
+
+def test_no_import_cycle_between_modules():
+    # Function-level imports count: a cycle hidden in a function is still a cycle.
+    graph = {
+        _module_name(path): {module for module, _ in _imported_modules(path)}
+        for path in _modules("vrvm")
+    }
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, trail: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                cycles.append([*trail[trail.index(target) :], target])
+            elif target in graph and target not in state:
+                visit(target, [*trail, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+@pytest.mark.parametrize(
+    "package",
+    sorted({_package_of(p) for p in _modules("vrvm", "app_ui") if p.name != "__init__.py"}),
+)
+def test_no_package_holds_more_than_20_modules(package):
+    folder = ROOT.joinpath(*package.split("."))
+    modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+    assert len(modules) <= MAX_MODULES_PER_PACKAGE, f"{package}: {len(modules)} modules"
+
+
+@pytest.mark.parametrize(
+    ("layer", "order"), [("vrvm.trips", TRIP_PACKAGES), ("vrvm.services", SERVICE_PACKAGES)]
+)
+def test_packages_of_a_layer_import_only_those_below(layer, order):
+    """docs/architecture.md draws each layer's packages in this order."""
+    folder = ROOT.joinpath(*layer.split("."))
+    on_disk = {p.parent.name for p in folder.glob("*/__init__.py")}
+    assert on_disk == set(order), f"{layer}: packages {sorted(on_disk)}, documented {order}"
+    bad = []
+    for rank, package in enumerate(order):
+        allowed = {f"{layer}.{p}" for p in order[:rank]}
+        for path in _modules(f"{layer.replace('.', '/')}/{package}"):
+            for module, _ in _imported_modules(path):
+                if not _under(module, layer) or _under(module, f"{layer}.{package}"):
+                    continue
+                target = ".".join(module.split(".")[:3])
+                if target.rpartition(".")[2] in order and target not in allowed:
+                    bad.append(f"{_rel(path)} imports {module}")
+    assert not bad, "\n".join(bad)
+
+
+def test_services_open_a_data_home_through_home_only():
+    """The stores of a data home are reached through `vrvm.trips.home.Home`.
+
+    (`vrvm versions` and `vrvm update` also take a bare model store's folder, which
+    belongs to no home: the CLI opens that one itself, and writes through the services.)
+    """
+    opened = ("ModelStore", "TripStore", "AuditLog", "RecipeBook", "ZoneShelf")
+    bad = []
+    for path in _modules("vrvm/services", "vrvm/api", "app_ui", "pages", "app.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in opened:
+                bad.append(f"{_rel(path)}:{node.lineno} opens {node.func.id} itself")
+    assert not bad, "\n".join(bad)

@@ -20,22 +20,16 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests._waiting import START_S, wait_until
 from vrvm import synthetic_city
 from vrvm.cli import main
 from vrvm.services.answers.live import LiveModel
-from vrvm.trips.home import (
-    READ_ONLY_ENV,
-    audit_log,
-    heal_home,
-    model_store,
-    read_only_reason,
-)
+from vrvm.trips.home import READ_ONLY_ENV, Home
 from vrvm.trips.store._faults import CRASH_ENV
 from vrvm.trips.store.durable import StorageError
 
@@ -95,15 +89,15 @@ def read_only_home(crashed_home):
 
 
 def test_the_reason_is_found_and_a_bad_setting_is_refused(tmp_path):
-    assert read_only_reason(tmp_path, {}) is None
-    assert read_only_reason(tmp_path, {READ_ONLY_ENV: "yes"}) == "VRVM_READ_ONLY is set"
-    assert read_only_reason(tmp_path, {READ_ONLY_ENV: "0"}) is None
+    assert Home(tmp_path).read_only_reason({}) is None
+    assert Home(tmp_path).read_only_reason({READ_ONLY_ENV: "yes"}) == "VRVM_READ_ONLY is set"
+    assert Home(tmp_path).read_only_reason({READ_ONLY_ENV: "0"}) is None
     with pytest.raises(ValueError, match="VRVM_READ_ONLY='sometimes': expected 1, true"):
-        read_only_reason(tmp_path, {READ_ONLY_ENV: "sometimes"})
+        Home(tmp_path).read_only_reason({READ_ONLY_ENV: "sometimes"})
     (tmp_path / "models").mkdir()
     os.chmod(tmp_path / "models", 0o555)
     try:  # a store without write bits makes the whole home read-only, even for root
-        assert read_only_reason(tmp_path, {}) == (
+        assert Home(tmp_path).read_only_reason({}) == (
             f"{tmp_path / 'models'}: the folder has no write permission"
         )
     finally:
@@ -112,12 +106,12 @@ def test_the_reason_is_found_and_a_bad_setting_is_refused(tmp_path):
 
 def test_healing_a_read_only_home_reports_and_writes_nothing(read_only_home):
     before = _snapshot(read_only_home)
-    report = heal_home(read_only_home)
+    report = Home(read_only_home).heal()
     said = "not repaired (the folder has no write permission): models: "
     assert report[0] == said + "version 2 was committed but not made active"
     assert [r.startswith(said + ".tmp-v0002-") for r in report[1:]] == [True]  # its staging
     assert _snapshot(read_only_home) == before
-    store = model_store(read_only_home)
+    store = Home(read_only_home).models
     assert store.active_version() == 1  # what is committed is served
     with pytest.raises(StorageError, match="the data home is read-only"):
         store.activate(2)  # any write is refused before touching anything
@@ -147,7 +141,7 @@ def test_the_live_model_serves_a_read_only_home_without_caching(crashed_home, mo
     shutil.copytree(crashed_home, writable)
     LiveModel(writable).current()
     assert list((writable / "training").glob("*.derived/*"))
-    assert model_store(writable).active_version() == 2
+    assert Home(writable).models.active_version() == 2
     monkeypatch.setenv(READ_ONLY_ENV, "1")
     before = _snapshot(crashed_home)
     served = LiveModel(crashed_home).current()
@@ -169,6 +163,7 @@ def _get(url: str) -> tuple[int, bytes]:
         return 0, b""
 
 
+@pytest.mark.slow_process
 @pytest.mark.parametrize("how", ["chmod", "--read-only"])
 def test_vrvm_serve_answers_from_a_read_only_home_and_writes_nothing(crashed_home, how):
     environ = {k: v for k, v in os.environ.items() if k not in (CRASH_ENV, READ_ONLY_ENV)}
@@ -186,11 +181,16 @@ def test_vrvm_serve_answers_from_a_read_only_home_and_writes_nothing(crashed_hom
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(1200):  # bounded: at most about 120 s to load and start
-            if process.poll() is not None or _get(base + "/readyz")[0] == 200:
-                break
-            time.sleep(0.1)
-        assert process.poll() is None, process.communicate(timeout=30)[1]
+        wait_until(
+            lambda: _get(base + "/readyz")[0] == 200,
+            START_S,
+            "vrvm serve ready on the read-only home (/readyz 200)",
+            poll_s=0.1,
+            process=process,
+            details=lambda: (
+                process.communicate(timeout=30)[1] if process.poll() is not None else ""
+            ),
+        )
         status, body = _get(base + "/v1/models")
         assert status == 200
         models = json.loads(body)
@@ -263,7 +263,7 @@ def test_a_read_only_setting_on_a_writable_home_writes_nothing_even_a_sign_in(
 
     monkeypatch.setenv(READ_ONLY_ENV, "1")
     before = _snapshot(crashed_home)
-    assert heal_home(crashed_home)  # reported
+    assert Home(crashed_home).heal()  # reported
     record(crashed_home, Access(ANALYST, who="ana", how="passphrase", via="dashboard"), "sign in")
     assert _snapshot(crashed_home) == before
-    assert [e["action"] for e in audit_log(crashed_home).entries()] == ["publish"]
+    assert [e["action"] for e in Home(crashed_home).audit.entries()] == ["publish"]

@@ -58,7 +58,7 @@ def streamlit_server(
     home: Path,
     log_path: Path,
     *,
-    timeout_s: float = 60.0,
+    timeout_s: float = 300.0,
     env: dict[str, str] | None = None,
     script: str = "app.py",
 ):
@@ -69,7 +69,8 @@ def streamlit_server(
     the app's settings in ``.streamlit/`` apply to it too). The server's
     output goes to ``log_path``. Raises RuntimeError with that log when the
     server exits or is not healthy within ``timeout_s`` (a first start trains the demo
-    model first).
+    model first; a deadline, not a wait: on a busy two-core machine imports alone take
+    tens of seconds).
     """
     port = free_port()
     with open(log_path, "wb") as log:
@@ -145,7 +146,9 @@ def two_zones(home: Path, width: float, height: float) -> list[tuple[str, float,
     model = TravelTimeModel.load(path)
     chosen = zone_choice(home)  # the planner's polygons, when they are the zones
     zones = load_zone_choice(home, chosen.name) if chosen else None
-    area = build_service_area(model, trips=models.load_training_trips(home, model), zones=zones)
+    area = build_service_area(
+        model, trips=models.Home(home).load_training_trips(model), zones=zones
+    )
     grid = area.grid
     x, y = lnglat_to_pixel(area.view, grid["lat"], grid["lon"], width_px=width, height_px=height)
     inside = (x > 50) & (x < width - 60) & (y > 50) & (y < height - 50)
@@ -162,18 +165,23 @@ def click_zone(
     x: float,
     y: float,
     attempts: int = 3,
-    hover_ms: int = 300,
+    hover_ms: int = 30_000,
     field: str | None = None,
+    timeout_ms: int = 120_000,
 ) -> None:
-    """Hover, then click a zone until the app shows it as selected.
+    """Hover a zone until deck.gl has picked it, then click it until the app selects it.
 
-    deck.gl picks the object under the pointer on hover; on a loaded machine (software
-    WebGL sharing two cores with the server) a click can land before the pick, so it is
-    repeated, waiting each time for the zone's label to appear in the OD inputs (in the
-    input labelled ``field`` when given: a label already shown elsewhere, such as a
-    first visit's trip, must not pass for this click). Each click waits for the app to
-    be idle first: a click sent while the previous one's run is still going replaces
-    that run's selection, and the earlier click would be lost.
+    deck.gl picks the object under the pointer on hover, and a click that lands before
+    the pick selects nothing; on a loaded machine (software WebGL sharing two cores with
+    the server) the pick takes seconds. So each click waits until the map's tooltip names
+    the zone (:data:`PICKED`; at most ``hover_ms`` times the attempt's number, after
+    which a map without tooltips is clicked anyway), and is repeated until the zone's
+    label appears in the OD inputs, within ``timeout_ms`` (in the input labelled
+    ``field`` when given: a label already shown elsewhere, such as a first visit's trip,
+    must not pass for this click). Each click waits for the app to be idle first: a
+    click sent while the previous one's run is still going replaces that run's
+    selection, and the earlier click would be lost. Raises AssertionError when the zone
+    is not selected after ``attempts`` clicks.
     """
     if field is None:
         check = "label => [...document.querySelectorAll('input')].some(e => e.value === label)"
@@ -183,18 +191,64 @@ def click_zone(
             "e => e.value === label && e.getAttribute('aria-label') === field)"
         )
     for attempt in range(attempts):
-        page.wait_for_function(RUNNING, timeout=60_000)
+        page.wait_for_function(RUNNING, timeout=timeout_ms)
         canvas.hover(position={"x": x, "y": y})
-        page.wait_for_timeout(hover_ms * (attempt + 1))
+        true_within(page, PICKED, label, timeout_ms=hover_ms * (attempt + 1))
         canvas.click(position={"x": x, "y": y})
-        try:
-            page.wait_for_function(
-                check, arg=label if field is None else [label, field], timeout=15_000
-            )
+        if true_within(page, check, label if field is None else [label, field], timeout_ms):
             return
-        except Exception:
-            if attempt == attempts - 1:
-                raise
+    raise AssertionError(f"{label!r} was not selected after {attempts} clicks on the map")
+
+
+def true_within(page, js: str, arg=None, timeout_ms: float = 120_000) -> bool:
+    """Wait until ``js(arg)`` is true in the page; False if it is not within ``timeout_ms``.
+
+    Playwright's TimeoutError is recognised by name: its callers import Playwright, not
+    this module.
+    """
+    try:
+        page.wait_for_function(js, arg=arg, timeout=timeout_ms)
+    except Exception as exc:
+        if type(exc).__name__ != "TimeoutError":
+            raise
+        return False
+    return True
+
+
+def wait_for_map(page, timeout_ms: float = 180_000) -> None:
+    """Wait until deck.gl has set up a map of the page (:data:`MAP_READY`), the app is
+    idle (:data:`RUNNING`) and the browser has painted (:data:`PAINTED`): the condition
+    a fixed wait for deck.gl's first frame stood for."""
+    page.wait_for_function(MAP_READY, timeout=timeout_ms)
+    page.wait_for_function(RUNNING, timeout=timeout_ms)
+    page.evaluate(PAINTED)
+
+
+def wait_for_no_tooltip(page, timeout_ms: float = 180_000) -> None:
+    """Wait until no map shows a tooltip (after the pointer left it) and that is painted."""
+    page.wait_for_function(NO_TOOLTIP, timeout=timeout_ms)
+    page.evaluate(PAINTED)
+
+
+MAP_READY = (
+    "() => [...document.querySelectorAll('.deck-tooltip')].some(t => {"
+    " for (let e = t.parentElement; e; e = e.parentElement) {"
+    " const c = e.querySelector('canvas'); if (c) return c.width > 0 && c.height > 0; }"
+    " return false; })"
+)
+"""True once deck.gl has set up a map: its tooltip element made in the deck's root, beside
+its canvas, which has its size."""
+
+PICKED = (
+    "label => [...document.querySelectorAll('.deck-tooltip')]"
+    ".some(e => e.style.display !== 'none' && e.innerText.includes(label))"
+)
+"""True while a map's tooltip names ``label``: deck.gl has picked that zone on hover."""
+
+NO_TOOLTIP = (
+    "() => [...document.querySelectorAll('.deck-tooltip')].every(e => e.style.display === 'none')"
+)
+"""True when no map shows a tooltip."""
 
 
 # --------------------------------------------------------------------------------------
@@ -311,10 +365,10 @@ def timed_interaction(
     start = time.perf_counter()
     action()
     deadline = start + timeout_s
-    while log.finished_after(mark) is None:
+    while log.finished_after(mark) is None:  # polled: the condition is in this process
         if time.perf_counter() > deadline:
             raise TimeoutError("no script run finished after the action")
-        page.wait_for_timeout(5)
+        page.wait_for_timeout(5)  # lets Playwright deliver the websocket's frames
     remaining_ms = max(1000.0, (deadline - time.perf_counter()) * 1000.0)
     page.wait_for_function(done_js, arg=arg, timeout=remaining_ms, polling="raf")
     page.wait_for_function(RUNNING, timeout=remaining_ms, polling="raf")

@@ -73,7 +73,7 @@ def city_home(path: Path, home: Path, zones: str | None = None) -> None:
     from vrvm import TravelTimeModel, read_trips
     from vrvm.services.map.area import set_zone_choice
     from vrvm.services.versions.models import default_model_name, publish_model
-    from vrvm.trips.home import add_zone_file
+    from vrvm.trips.home import Home
 
     trips, report = read_trips(path)
     print(report)
@@ -83,7 +83,7 @@ def city_home(path: Path, home: Path, zones: str | None = None) -> None:
     if zones:
         file, _, id_property = zones.rpartition(":")
         name = Path(file).stem
-        add_zone_file(home, name, Path(file).read_bytes(), id_property=id_property or None)
+        Home(home).zones.add(name, Path(file).read_bytes(), id_property=id_property or None)
         set_zone_choice(home, name)
 
 

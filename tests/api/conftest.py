@@ -9,6 +9,7 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
+from tests._waiting import START_S, wait_until
 from vrvm.api import ApiSettings, create_app
 
 
@@ -59,12 +60,13 @@ def serve_on_localhost():
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         running.append((server, thread, sock))
-        for _ in range(1200):  # bounded: at most 120 s to load the model and start
-            if server.started or not thread.is_alive():
-                break
-            threading.Event().wait(0.1)
+        wait_until(
+            lambda: server.started or not thread.is_alive(),
+            START_S,
+            "the server on 127.0.0.1 to start (its model loaded)",
+        )
         if not server.started:
-            pytest.fail("the server on 127.0.0.1 did not start within 120 s")
+            pytest.fail("the server on 127.0.0.1 stopped while starting")
         return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
     yield serve

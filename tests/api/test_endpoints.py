@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -20,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from fastapi import FastAPI
 
+from tests._waiting import START_S, wait_until
 from vrvm.api._errors import INTERNAL_ERROR, InternalErrors
 from vrvm.services.answers.live import LiveModel
 from vrvm.services.answers.matrix import matrix_frame
@@ -206,13 +206,12 @@ def test_a_published_version_is_served_without_a_failed_request(client, zones, v
     for thread in threads:
         thread.start()
     try:
-        time.sleep(0.3)
+        wait_until(lambda: len(seen) >= 3, START_S, "answers before the publication")
         model = LiveModel(vrvm_home).current().model
         version = publish_model(vrvm_home, model, metrics=None, info={"kind": "test", "parent": 1})
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (not seen or seen[-1] != version):
-            time.sleep(0.05)
-        time.sleep(0.2)
+        # the new version is served, and answers keep coming after the swap
+        wait_until(lambda: version in seen, START_S, f"an answer of version {version}")
+        wait_until(lambda: len(seen) - seen.index(version) > 10, START_S, "answers after the swap")
     finally:
         stop.set()
         for thread in threads:
@@ -236,39 +235,46 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_vrvm_serve_answers_on_127_0_0_1_with_two_workers(vrvm_home, zones):
+@pytest.mark.slow_process
+def test_vrvm_serve_answers_on_127_0_0_1_with_two_workers(vrvm_home, zones, tmp_path):
     port = _free_port()
     env = {**os.environ, "VRVM_API_TOKEN": "t0ken"}
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "vrvm",
-            "serve",
-            "--home",
-            str(vrvm_home),
-            "--port",
-            str(port),
-            "--workers",
-            "2",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:  # a file, not a pipe: a full pipe would block the server
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vrvm",
+                "serve",
+                "--home",
+                str(vrvm_home),
+                "--port",
+                str(port),
+                "--workers",
+                "2",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     base = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        try:
+            return httpx.get(base + "/readyz", timeout=10).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     try:
-        for _ in range(240):  # bounded: at most 120 s
-            if server.poll() is not None:
-                pytest.fail(server.stdout.read().decode())
-            try:
-                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            pytest.fail("vrvm serve was not ready within 120 s")
+        wait_until(
+            ready,
+            START_S,
+            "vrvm serve ready (/readyz 200)",
+            poll_s=0.5,
+            process=server,
+            details=log.read_text,
+        )
         headers = {"Authorization": "Bearer t0ken"}
         body = {
             "trips": [
@@ -280,7 +286,7 @@ def test_vrvm_serve_answers_on_127_0_0_1_with_two_workers(vrvm_home, zones):
             ],
             "within_s": [600],
         }
-        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as http:
             answers = [http.post("/v1/predict", json=body) for _ in range(4)]
             assert all(a.status_code == 200 for a in answers)
             assert len({a.json()["results"][0]["mean_s"] for a in answers}) == 1
@@ -292,8 +298,8 @@ def test_vrvm_serve_answers_on_127_0_0_1_with_two_workers(vrvm_home, zones):
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
-    log = server.stdout.read().decode()
-    assert "POST /v1/predict 200" in log and zones[0]["zone"] not in log  # no bodies logged
+    logged = log.read_text()
+    assert "POST /v1/predict 200" in logged and zones[0]["zone"] not in logged  # no bodies
 
 
 def _run_the_documented_client(base, headers, zones, expected):

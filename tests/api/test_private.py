@@ -19,12 +19,12 @@ from fastapi.testclient import TestClient
 from tests.app.test_private_mode import TripFinder
 from vrvm import TravelTimeModel
 from vrvm.api import ApiSettings, create_app
-from vrvm.trips.home import load_training_trips, model_store
+from vrvm.trips.home import Home
 
 
 def test_no_endpoint_returns_a_training_trip(chicago_home):
-    model = TravelTimeModel.load(model_store(chicago_home).active_path())
-    finder = TripFinder(load_training_trips(chicago_home, model))
+    model = TravelTimeModel.load(Home(chicago_home).models.active_path())
+    finder = TripFinder(Home(chicago_home).load_training_trips(model))
     with TestClient(create_app(ApiSettings(home=chicago_home, token="s3cret"))) as client:
         client.headers["Authorization"] = "Bearer s3cret"
         zones = sorted(client.get("/v1/zones").json()["zones"], key=lambda z: -z["trip_ends"])
@@ -70,8 +70,8 @@ def test_no_endpoint_returns_a_training_trip(chicago_home):
 
 def test_the_search_finds_a_trip_in_text_that_holds_one(chicago_home):
     """The finder is not blind to the API's number formats (JSON floats, ISO times)."""
-    model = TravelTimeModel.load(model_store(chicago_home).active_path())
-    trips = load_training_trips(chicago_home, model)
+    model = TravelTimeModel.load(Home(chicago_home).models.active_path())
+    trips = Home(chicago_home).load_training_trips(model)
     finder = TripFinder(trips)
     row = trips.iloc[17]
     text = json.dumps(

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from tests.app.test_pages import APP, RELEVANCE, RETRAIN, TIMEOUT, _csv, metrics, no_exception
 from vrvm import synthetic_city
 from vrvm.services.access import policy as access_svc
-from vrvm.trips.home import audit_log, model_store, trip_store
+from vrvm.trips.home import Home
 
 PLAN = "pages/3_Plan.py"
 PASSPHRASE = "correct horse battery staple"
@@ -101,11 +101,11 @@ def test_a_control_a_viewer_cannot_see_is_not_accepted_either(passphrase, vrvm_h
     states.widgets.append(WidgetState(id=button.proto.id, trigger_value=True))
     viewer._run(states)
     no_exception(viewer)
-    assert len(trip_store(vrvm_home)) == 0
+    assert len(Home(vrvm_home).trips) == 0
     assert not analyst_keys(viewer)
     # the same button pressed by the analyst does add the trips
     next(b for b in analyst.button if b.key == "retrain_demo").click().run()
-    assert len(trip_store(vrvm_home)) == 2000
+    assert len(Home(vrvm_home).trips) == 2000
 
 
 def test_a_wrong_passphrase_is_refused_and_slowed_and_the_right_one_works(passphrase, vrvm_home):
@@ -120,14 +120,14 @@ def test_a_wrong_passphrase_is_refused_and_slowed_and_the_right_one_works(passph
     sign_in(at, passphrase=PASSPHRASE)
     assert "retrain_demo" in widget_keys(at)
     assert access_svc.sign_in_throttle().failures == 0 and passphrase == [1.0, 2.0]
-    first_start, *log = [(e["action"], e["who"]) for e in audit_log(vrvm_home).entries()]
+    first_start, *log = [(e["action"], e["who"]) for e in Home(vrvm_home).audit.entries()]
     assert first_start == ("publish", "vrvm")  # the demo model, published on first start
     assert log == [("sign in refused", "Ana"), ("sign in refused", "Mallory"), ("sign in", "Ana")]
-    assert PASSPHRASE not in audit_log(vrvm_home).path.read_text()
+    assert PASSPHRASE not in Home(vrvm_home).audit.path.read_text()
     # signing out ends the analyst's session
     at.sidebar.button(key="access_sign_out").click().run()
     assert not analyst_keys(at)
-    assert audit_log(vrvm_home).entries()[-1]["action"] == "sign out"
+    assert Home(vrvm_home).audit.entries()[-1]["action"] == "sign out"
 
 
 def test_the_audit_log_holds_each_action(passphrase, vrvm_home):
@@ -143,7 +143,7 @@ def test_the_audit_log_holds_each_action(passphrase, vrvm_home):
     at.button(key="FormSubmitter:retrain_settings-Train and evaluate").click().run()
     no_exception(at)
     next(b for b in at.button if b.label.startswith("Publish “Full retrain”")).click().run()
-    assert model_store(vrvm_home).active_version() == 2
+    assert Home(vrvm_home).models.active_version() == 2
     at.selectbox(key="retrain_activate_choice").set_value(1).run()
     at.checkbox(key="retrain_activate_confirm").check().run()
     at.button(key="retrain_activate").click().run()
@@ -151,9 +151,11 @@ def test_the_audit_log_holds_each_action(passphrase, vrvm_home):
     at.button(key="retrain_clear").click().run()
     at.button(key="retrain_export_prepare").click().run()
     no_exception(at)
-    assert model_store(vrvm_home).active_version() == 1 and len(trip_store(vrvm_home)) == 0
+    assert Home(vrvm_home).models.active_version() == 1 and len(Home(vrvm_home).trips) == 0
     entries = [
-        e for e in audit_log(vrvm_home).entries() if e["action"] != "sign in" and e["who"] != "vrvm"
+        e
+        for e in Home(vrvm_home).audit.entries()
+        if e["action"] != "sign in" and e["who"] != "vrvm"
     ]
     assert [e["action"] for e in entries] == [
         "upload",
@@ -173,7 +175,7 @@ def test_the_audit_log_holds_each_action(passphrase, vrvm_home):
     assert (activate["version"], activate["previous"]) == (1, 2)
     assert delete["trips"] == 2400
     assert export["version"] == 1 and export["snapped"] is True
-    assert audit_log(vrvm_home).check().ok
+    assert Home(vrvm_home).audit.check().ok
     # the versions table names who published each version
     versions = next(f.value for f in at.dataframe if "published by" in f.value.columns)
     assert versions.set_index("version").loc[2, "published by"] == "Ana (passphrase)"
@@ -206,11 +208,11 @@ def test_openid_connect_users_listed_as_analysts_sign_in(vrvm_home, monkeypatch)
     assert "retrain_demo" in widget_keys(at)
     assert any("ana@city.gov" in c.value for c in at.sidebar.caption)
     at.button(key="retrain_demo").click().run()
-    entry = audit_log(vrvm_home).entries()[-1]
+    entry = Home(vrvm_home).audit.entries()[-1]
     assert (entry["who"], entry["how"]) == ("ana@city.gov", "oidc")
     at.sidebar.button(key="access_sign_out").click().run()  # st.logout()
     assert at.user == {"is_logged_in": False} and not analyst_keys(at)
-    assert audit_log(vrvm_home).entries()[-1]["action"] == "sign out"
+    assert Home(vrvm_home).audit.entries()[-1]["action"] == "sign out"
 
     eve = _oidc_retrain({"is_logged_in": True, "email": "eve@example.com"})
     assert not analyst_keys(eve)
@@ -227,7 +229,7 @@ def test_without_sign_in_the_retrain_page_says_anyone_can_change_the_model(vrvm_
     assert any("No sign-in is configured" in w.value for w in at.warning)
     assert {"retrain_demo", "retrain_upload"} <= widget_keys(at)
     at.button(key="retrain_demo").click().run()
-    entry = audit_log(vrvm_home).entries()[-1]
+    entry = Home(vrvm_home).audit.entries()[-1]
     assert (entry["action"], entry["who"], entry["how"]) == ("upload", "anyone", "open")
     assert metrics(at)["Trips in the store"] == "2,000"
 
@@ -273,8 +275,8 @@ def test_a_blank_or_malformed_passphrase_makes_nobody_an_analyst(
     states.widgets.append(WidgetState(id=button.proto.id, trigger_value=True))
     at._run(states)
     no_exception(at)
-    assert len(trip_store(vrvm_home)) == 0
-    assert [e["who"] for e in audit_log(vrvm_home).entries()] == ["vrvm"]  # the first start
+    assert len(Home(vrvm_home).trips) == 0
+    assert [e["who"] for e in Home(vrvm_home).audit.entries()] == ["vrvm"]  # the first start
 
 
 def test_a_wrong_setting_locks_even_with_openid_connect_configured(vrvm_home, monkeypatch):

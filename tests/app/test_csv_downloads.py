@@ -20,7 +20,7 @@ from tests.app.test_pages import RELEVANCE, no_exception, run_app
 from tests.app.test_private_mode import downloads  # noqa: F401 (a fixture)
 from tests.app.test_zone_polygons import districts_geojson
 from tests.services.test_csv_cells import EVIL, formula_cells
-from vrvm.trips.home import add_zone_file
+from vrvm.trips.home import Home
 
 
 def test_the_relevance_download_quotes_a_zone_named_like_a_formula(
@@ -32,7 +32,7 @@ def test_the_relevance_download_quotes_a_zone_named_like_a_formula(
     for feature in document["features"]:
         if feature["properties"]["district"] == "D1":
             feature["properties"]["district"] = EVIL  # the id leads the zone's label
-    add_zone_file(vrvm_home, "districts", json.dumps(document).encode(), id_property="district")
+    Home(vrvm_home).zones.add("districts", json.dumps(document).encode(), id_property="district")
     monkeypatch.setenv("VRVM_PRIVATE_MODE", "always")  # the synthetic city, seen as a viewer
     monkeypatch.setenv("VRVM_PRIVATE_MIN_TRIPS", "2")
     at = run_app()

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_ui import context
 from tests.conftest import TINY_DEMO_ENV
-from vrvm.trips.home import model_store
+from vrvm.trips.home import Home
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -48,4 +48,4 @@ def test_a_page_run_that_stops_leaves_the_training_going(fresh_home):
     at = AppTest.from_file(APP, default_timeout=120).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.title[0].value == "Travel time, with its uncertainty"
-    assert [v.version for v in model_store(fresh_home).versions()] == [1]
+    assert [v.version for v in Home(fresh_home).models.versions()] == [1]

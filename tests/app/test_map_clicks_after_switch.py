@@ -31,7 +31,7 @@ from tests.app.test_no_stale_answers import (  # noqa: F401 (kolkata_model: a fi
 )
 from tests.app.test_pages import APP, TIMEOUT, deck, no_exception, run_app
 from tests.app.test_zone_polygons import HEXAGONS, districts_geojson
-from vrvm.trips.home import add_zone_file
+from vrvm.trips.home import Home
 
 FIRST, SECOND = 1, 3  # positions in the zone layer; the districts have 6 clickable zones
 
@@ -71,7 +71,7 @@ def switch_to_districts(at: AppTest) -> AppTest:
 
 @pytest.fixture
 def districts(vrvm_home):
-    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    Home(vrvm_home).zones.add("districts", districts_geojson(), id_property="district")
     return vrvm_home
 
 

@@ -28,7 +28,7 @@ from vrvm.services.map import boundaries as boundaries_svc
 from vrvm.services.map.area import build_service_area
 from vrvm.services.map.places import place_from_label
 from vrvm.services.versions import models
-from vrvm.trips.home import load_training_trips, model_store
+from vrvm.trips.home import Home
 from vrvm.trips.places.zone_files import ZoneFile
 from vrvm.trips.synthetic import synthetic_city
 
@@ -67,8 +67,8 @@ def publish(home, kolkata_model) -> int:
 def active_area(home):
     """The active model and the area of the zones and boundaries the home names, built
     afresh (the page's is cached)."""
-    model = TravelTimeModel.load(model_store(home).active_path())
-    trips = load_training_trips(home, model)
+    model = TravelTimeModel.load(Home(home).models.active_path())
+    trips = Home(home).load_training_trips(model)
     entry = area_svc.zone_choice(home)
     zones = None if entry is None else area_svc.load_zone_choice(home, entry.name)
     shown = boundaries_svc.shown_boundaries(home)
@@ -103,7 +103,7 @@ def assert_answer_names_the_boxes(at: AppTest, home) -> None:
         dest,
         departure,
         threshold,
-        trips=load_training_trips(home, model),
+        trips=Home(home).load_training_trips(model),
         resolution=area.resolution,
         area=area,
     )

@@ -22,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from vrvm import synthetic_city
 from vrvm.services.map.area import ServiceArea, build_service_area
-from vrvm.trips.home import load_training_trips, model_store, trip_store
+from vrvm.trips.home import Home
 
 REPO = Path(__file__).resolve().parents[2]
 APP = str(REPO / "app.py")
@@ -90,8 +90,8 @@ def metrics(at: AppTest) -> dict[str, str]:
 def area_of(home: Path) -> ServiceArea:
     from vrvm import TravelTimeModel
 
-    model = TravelTimeModel.load(model_store(home).active_path())
-    return build_service_area(model, trips=load_training_trips(home, model))
+    model = TravelTimeModel.load(Home(home).models.active_path())
+    return build_service_area(model, trips=Home(home).load_training_trips(model))
 
 
 # ------------------------------------------------------------------------ Predict page
@@ -366,7 +366,7 @@ def test_retrain_from_upload_to_publish(vrvm_home):
     ]
     assert table.loc["trips scored"].tolist() == [140, 140, 140]
     assert len(at.get("plotly_chart")) == 3  # predicted vs observed, calibration, PIT
-    store = model_store(vrvm_home)
+    store = Home(vrvm_home).models
     assert store.active_version() == 1  # nothing published yet
 
     publish = next(b for b in at.button if b.label.startswith("Publish “Full retrain”"))
@@ -389,7 +389,7 @@ def test_retrain_from_upload_to_publish(vrvm_home):
 
 
 def test_invalid_uploads_leave_the_active_model_untouched(vrvm_home):
-    store = model_store(vrvm_home)
+    store = Home(vrvm_home).models
     before = (store.active_version(), (store.active_path() / "arrays.npz").read_bytes())
     at = _retrain_page()
     at.file_uploader(key="retrain_upload").upload(
@@ -404,7 +404,7 @@ def test_invalid_uploads_leave_the_active_model_untouched(vrvm_home):
     assert any("binary" in e.value or "could not" in e.value for e in at.error)
     after = (store.active_version(), (store.active_path() / "arrays.npz").read_bytes())
     assert before == after
-    assert len(trip_store(vrvm_home)) == 0
+    assert len(Home(vrvm_home).trips) == 0
     # training with an empty store is refused
     assert any("store is empty" in i.value for i in at.info)
 
@@ -469,7 +469,7 @@ def test_first_start_trains_the_demo_model(tmp_path, monkeypatch):
         monkeypatch.setenv(name, value)
     at = run_app()
     no_exception(at)
-    store = model_store(home)
+    store = Home(home).models
     assert store.active_version() == 1
     assert store.versions()[0].info["n_trips"] == 3000
     progress = at.get("progress")
@@ -520,7 +520,7 @@ def test_an_update_with_another_citys_trips_is_refused_and_becomes_a_new_model(v
     assert "Only 0% of the ends of the 240 trips" in refusal and "km from its centre" in refusal
     assert "at least 50% needed" in refusal
     assert not [f for f in at.dataframe if "trips scored" in f.value.index]  # no candidate
-    store = model_store(vrvm_home)
+    store = Home(vrvm_home).models
     assert store.active_version() == 1 and len(store.versions()) == 1
 
     at.button(key="retrain_new_model").click().run()  # train them as a new model instead

@@ -29,7 +29,7 @@ from tests.app.test_pages import (
 from vrvm import TravelTimeModel
 from vrvm.services.answers import schedule
 from vrvm.services.answers.forecast import combine_departure
-from vrvm.trips.home import model_store
+from vrvm.trips.home import Home
 
 PLAN = "pages/3_Plan.py"
 KEY = "plan_arrive"
@@ -47,7 +47,7 @@ def plan_arrive(**state) -> AppTest:
 
 def expected(home, prob: float, *, hours: float = 3.0, day=DAY, clock=dt.time(9, 0)):
     """The service's answer for the default trip (the model loaded afresh)."""
-    model = TravelTimeModel.load(model_store(home).active_path())
+    model = TravelTimeModel.load(Home(home).models.active_path())
     origin, dest = schedule.default_pair(area_of(home))
     deadline = combine_departure(day, clock, model.tz_)
     return schedule.arrive_by(model, origin, dest, deadline, prob, search_hours=hours)
@@ -113,7 +113,7 @@ def test_departure_window(vrvm_home):
     at = plan_arrive(wdate=DAY, wstart=dt.time(8, 0), wend=dt.time(9, 0), threshold=40.0)
     at.segmented_control(key=f"{KEY}_mode").set_value("window").run()
     no_exception(at)
-    model = TravelTimeModel.load(model_store(vrvm_home).active_path())
+    model = TravelTimeModel.load(Home(vrvm_home).models.active_path())
     origin, dest = schedule.default_pair(area_of(vrvm_home))
     start = combine_departure(DAY, dt.time(8, 0), model.tz_)
     window = schedule.depart_within(model, origin, dest, start, start + dt.timedelta(hours=1), 40.0)

@@ -40,7 +40,7 @@ from vrvm.services.answers.forecast import combine_departure
 from vrvm.services.map import places
 from vrvm.services.planning import fleet, fleet_files
 from vrvm.services.versions import models
-from vrvm.trips.home import add_zone_file, model_store
+from vrvm.trips.home import Home
 from vrvm.trips.places.zone_files import ZoneFile
 
 PLAN = "pages/3_Plan.py"
@@ -60,7 +60,7 @@ def plan_fleet() -> AppTest:
 
 def service(home, bases: pd.DataFrame, threshold_min: float = 15.0):
     """What the page should show for these bases (the model loaded afresh)."""
-    model = TravelTimeModel.load(model_store(home).active_path())
+    model = TravelTimeModel.load(Home(home).models.active_path())
     area = area_of(home)
     departure = combine_departure(dt.date(2024, 3, 5), dt.time(8, 15), model.tz_)
     coverage = fleet.fleet_coverage(model, area, bases, departure, threshold_min)
@@ -206,7 +206,7 @@ def test_ranking_one_more_base_with_uploaded_demand(vrvm_home):
 
 
 def test_works_on_the_planners_polygons(vrvm_home):
-    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    Home(vrvm_home).zones.add("districts", districts_geojson(), id_property="district")
     at = plan_fleet()
     hexagon_bases = at.session_state[f"{KEY}_bases"]
     at.selectbox(key="settings_zone_choice").set_value("districts").run()

@@ -21,7 +21,7 @@ from vrvm import TravelTimeModel
 from vrvm.services.answers.forecast import combine_departure
 from vrvm.services.map.places import central_place
 from vrvm.services.planning.isochrones import probability_isochrones
-from vrvm.trips.home import add_zone_file, model_store
+from vrvm.trips.home import Home
 
 PLAN = "pages/3_Plan.py"
 KEY = "plan_isochrone"
@@ -50,7 +50,7 @@ def expected(home, place, direction: str, within_min: float = 15.0, levels=(0.5,
     """The service's answer for what the page shows (the model loaded afresh)."""
     import datetime as dt
 
-    model = TravelTimeModel.load(model_store(home).active_path())
+    model = TravelTimeModel.load(Home(home).models.active_path())
     departure = combine_departure(dt.date(2024, 3, 5), dt.time(8, 15), model.tz_)
     return probability_isochrones(
         model, area_of(home), place, departure, within_min, levels, direction=direction
@@ -128,7 +128,7 @@ def test_threshold_levels_and_no_levels(vrvm_home):
 
 
 def test_works_on_the_planners_polygons(vrvm_home):
-    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    Home(vrvm_home).zones.add("districts", districts_geojson(), id_property="district")
     at = plan_isochrones()
     at.selectbox(key="settings_zone_choice").set_value("districts").run()
     no_exception(at)

@@ -127,9 +127,9 @@ def test_points_csv_reads_back_as_the_same_points(vrvm_home):
 
 def test_works_on_the_planners_polygons(vrvm_home):
     from tests.app.test_zone_polygons import districts_geojson
-    from vrvm.trips.home import add_zone_file
+    from vrvm.trips.home import Home
 
-    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    Home(vrvm_home).zones.add("districts", districts_geojson(), id_property="district")
     at = run_matrix()
     hexagons = at.multiselect(key=f"{KEY}_origins").value
     at.selectbox(key="settings_zone_choice").set_value("districts").run()

@@ -38,7 +38,7 @@ from vrvm import TravelTimeModel
 from vrvm.services.analyst.relevance import relevance_table
 from vrvm.services.map.area import build_service_area
 from vrvm.services.map.privacy import OTHER_PAIRS
-from vrvm.trips.home import load_training_trips, model_store, training_trip_table
+from vrvm.trips.home import Home
 
 _NUMBER = re.compile(r"-?\d+\.\d+")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}")
@@ -107,9 +107,9 @@ def assert_no_trip(finder: TripFinder, at: AppTest, downloads: list[bytes], page
 
 
 def _zone_pairs(home):
-    model = TravelTimeModel.load(model_store(home).active_path())
-    area = build_service_area(model, trips=training_trip_table(home, model))
-    trips = load_training_trips(home, model)
+    model = TravelTimeModel.load(Home(home).models.active_path())
+    area = build_service_area(model, trips=Home(home).training_trip_table(model))
+    trips = Home(home).load_training_trips(model)
     o = area.zone_rows(trips["origin_lat"], trips["origin_lon"])
     d = area.zone_rows(trips["dest_lat"], trips["dest_lon"])
     counts = Counter((a, b) for a, b in zip(o, d, strict=True) if a >= 0 and b >= 0 and a != b)
@@ -194,7 +194,7 @@ def test_a_viewer_sees_relevance_vectors_only_in_zone_pairs_of_k_trips(
     not drawn; an analyst's raw view still has every vector."""
     monkeypatch.setenv("VRVM_ANALYST_PASSPHRASE", PASSPHRASE)
     monkeypatch.setenv("VRVM_PRIVATE_MIN_TRIPS", str(k))
-    model = TravelTimeModel.load(model_store(chicago_home).active_path())
+    model = TravelTimeModel.load(Home(chicago_home).models.active_path())
     vectors = relevance_table(model)
     at = open_page(RELEVANCE)
     table = next(f.value for f in at.dataframe if "origin zone" in f.value.columns)

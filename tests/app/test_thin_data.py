@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from vrvm import TravelTimeModel
 from vrvm.services.map.area import build_service_area
 from vrvm.services.map.support import origin_support
-from vrvm.trips.home import load_training_trips, model_store
+from vrvm.trips.home import Home
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -32,8 +32,8 @@ def _restore_main_module():
 
 def labels_of_pairs(home: Path):
     """Labels of a well-travelled zone pair and of a pair no training trip joins."""
-    model = TravelTimeModel.load(model_store(home).active_path())
-    area = build_service_area(model, trips=load_training_trips(home, model))
+    model = TravelTimeModel.load(Home(home).models.active_path())
+    area = build_service_area(model, trips=Home(home).load_training_trips(model))
     origin = int(area.grid["n_points"].idxmax())
     counts = origin_support(area.support, origin, 8 * 60 + 15)["support_trips"].to_numpy()
     busy, empty = int(np.argmax(counts)), int(np.argmin(counts))

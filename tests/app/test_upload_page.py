@@ -11,7 +11,7 @@ pytest.importorskip("streamlit")
 
 from tests.app.test_pages import RETRAIN, metrics, no_exception, run_app, shown, table_with
 from tests.trips.test_formats import _day_first_decimal_hour_csv, _zone_id_version
-from vrvm.trips.home import add_zone_file, recipe_book
+from vrvm.trips.home import Home
 
 
 def _upload(at, name: str, data: bytes):
@@ -104,7 +104,7 @@ def test_the_form_reads_day_first_dates_and_decimal_hours_and_keeps_a_recipe(vrv
     assert int(metrics(at)["Kept"].replace(",", "")) > 250
     assert any("'p_date': day-first dates" in shown(c.value) for c in at.caption)
     assert any("Saved the recipe 'taxi course'" in s.value for s in at.success)
-    assert recipe_book(vrvm_home).list()[0].options.column_map["start_date"] == "p_date"
+    assert Home(vrvm_home).recipes.list()[0].options.column_map["start_date"] == "p_date"
 
     # The next file with the same header is read with the recipe, without the form.
     again = _upload(_retrain_page(), "next_month.csv", data)
@@ -132,8 +132,7 @@ def test_ambiguous_dates_ask_for_the_order(vrvm_home):
 
 def test_zone_id_trips_with_a_zone_file_kept_in_the_home(vrvm_home, shared_data, tmp_path):
     path, _, _ = _zone_id_version(shared_data, tmp_path)
-    add_zone_file(
-        vrvm_home,
+    Home(vrvm_home).zones.add(
         "nyc_taxi_zones",
         shared_data("nyc_taxi_zones.geojson").read_bytes(),
         id_property="LocationID",

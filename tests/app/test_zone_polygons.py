@@ -18,7 +18,7 @@ pytest.importorskip("streamlit")
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from tests.app.test_pages import deck, metrics, no_exception, run_app, shown
-from vrvm.trips.home import add_zone_file
+from vrvm.trips.home import Home
 from vrvm.trips.synthetic import synthetic_city_geojson
 
 HEXAGONS = "Hexagons (from the trips)"
@@ -81,7 +81,7 @@ def click_polygon(at, index: int):
 
 
 def test_pick_origin_and_destination_by_polygon(vrvm_home):
-    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    Home(vrvm_home).zones.add("districts", districts_geojson(), id_property="district")
     at = run_app(t="2024-03-05T08:15")
     no_exception(at)
     choice = at.selectbox(key="settings_zone_choice")
@@ -160,7 +160,7 @@ def test_pick_origin_and_destination_by_polygon(vrvm_home):
 
 
 def test_typed_coordinates_between_polygons_name_the_nearest(vrvm_home):
-    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
+    Home(vrvm_home).zones.add("districts", districts_geojson(), id_property="district")
     at = run_app()
     at.selectbox(key="settings_zone_choice").set_value("districts").run()
     at.text_input(key="od_typed_o").input("-40.0, -29.5")  # east of the city, in the sea
@@ -178,7 +178,7 @@ def test_a_kept_boundary_file_that_no_longer_builds_leaves_every_page_working(
     cannot be loaded", and the Retrain page no sign-in form. Now it is set aside with a
     message and every page works."""
     from tests.app.test_pages import RETRAIN
-    from vrvm.trips.home import set_clickable_zone_file, set_map_zone_file
+    from vrvm.trips.home import Home
     from vrvm.trips.places.zone_files import ZoneFileLimits
 
     monkeypatch.setenv("VRVM_ANALYST_PASSPHRASE", "correct horse battery staple")
@@ -186,9 +186,9 @@ def test_a_kept_boundary_file_that_no_longer_builds_leaves_every_page_working(
     document["features"][1]["properties"]["note"] = "x" * 100_000  # beyond today's checks
     older = ZoneFileLimits(max_property_bytes=10**9)
     data = json.dumps(document).encode()
-    add_zone_file(vrvm_home, "old", data, id_property="district", limits=older)
-    set_map_zone_file(vrvm_home, "old")
-    set_clickable_zone_file(vrvm_home, "old")
+    Home(vrvm_home).zones.add("old", data, id_property="district", limits=older)
+    Home(vrvm_home).zones.choose_map("old")
+    Home(vrvm_home).zones.choose_clickable("old")
     at = run_app(t="2024-03-05T08:15")
     for page in (None, "pages/1_Relevance_vectors.py", "pages/3_Plan.py", RETRAIN):
         if page is not None:
@@ -207,15 +207,15 @@ def test_a_kept_boundary_file_that_no_longer_builds_leaves_every_page_working(
 def _kept_under_looser_checks(home, name: str = "old", file_name: str = "old.geojson") -> None:
     """A boundary file kept as an older version kept it (a 100,000-character property,
     beyond today's checks), shown on the map but not the clickable zones."""
-    from vrvm.trips.home import set_map_zone_file
+    from vrvm.trips.home import Home
     from vrvm.trips.places.zone_files import ZoneFileLimits
 
     document = json.loads(districts_geojson())
     document["features"][1]["properties"]["note"] = "x" * 100_000
     older = ZoneFileLimits(max_property_bytes=10**9)
     data = json.dumps(document).encode()
-    add_zone_file(home, name, data, file_name=file_name, id_property="district", limits=older)
-    set_map_zone_file(home, name)
+    Home(home).zones.add(name, data, file_name=file_name, id_property="district", limits=older)
+    Home(home).zones.choose_map(name)
 
 
 def test_the_sidebar_says_why_a_kept_boundary_file_can_no_longer_be_used(vrvm_home):
@@ -256,10 +256,10 @@ def test_a_boundary_file_the_map_sets_aside_is_said_on_every_page(vrvm_home, mon
     with it) is said once, as a warning, on every page, as plain text."""
     from tests.app.test_pages import RETRAIN
     from vrvm.services.map import area as area_svc
-    from vrvm.trips.home import set_map_zone_file
+    from vrvm.trips.home import Home
 
-    add_zone_file(vrvm_home, "districts", districts_geojson(), id_property="district")
-    set_map_zone_file(vrvm_home, "districts")
+    Home(vrvm_home).zones.add("districts", districts_geojson(), id_property="district")
+    Home(vrvm_home).zones.choose_map("districts")
 
     drawn_boundaries = area_svc.drawn_boundaries
 

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from tests._waiting import START_S
 from vrvm.engine import _malloc
 
 
@@ -44,13 +45,13 @@ def test_concurrent_tasks_share_one_setting(monkeypatch, calls):
 
     def task():
         with _malloc.heap_for_numerics():
-            inside.wait(timeout=10)  # all four inside at once
+            inside.wait(timeout=START_S)  # all four inside at once
 
     threads = [threading.Thread(target=task) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=10)
+        t.join(timeout=START_S)
     assert len(calls) == 4  # set once, restored once
     assert calls[2:] == [(-1, 65536), (-3, 128 * 1024)]
 

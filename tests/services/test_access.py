@@ -24,7 +24,7 @@ from vrvm.services.access.policy import (
 )
 from vrvm.services.analyst import store_admin
 from vrvm.services.versions import models
-from vrvm.trips.home import audit_log, trip_store
+from vrvm.trips.home import Home
 
 ROOT = Path(__file__).resolve().parents[2]
 VIEWER_ACCESS = Access(VIEWER, who="", how="none")
@@ -182,9 +182,9 @@ def test_failed_sign_ins_wait_longer_for_everyone_until_one_succeeds(tmp_path):
         tmp_path, options, " Ana ", "correct horse", throttle=throttle
     )
     assert found == ANA and wait == 0.0 and throttle.failures == 0
-    log = audit_log(tmp_path).entries()
+    log = Home(tmp_path).audit.entries()
     assert [e["action"] for e in log] == ["sign in refused"] * 5 + ["sign in"]
-    assert log[-2]["failures"] == 5 and "correct horse" not in audit_log(tmp_path).path.read_text()
+    assert log[-2]["failures"] == 5 and "correct horse" not in Home(tmp_path).audit.path.read_text()
 
 
 def test_the_throttle_waits_holding_its_lock_so_no_other_attempt_is_checked():
@@ -199,16 +199,16 @@ def test_the_throttle_waits_holding_its_lock_so_no_other_attempt_is_checked():
 def test_services_refuse_a_viewer_and_record_an_analyst(vrvm_home):
     with pytest.raises(AccessDenied, match="sign in as an analyst"):
         store_admin.add_demo_trips(vrvm_home, by=VIEWER_ACCESS)
-    assert len(trip_store(vrvm_home)) == 0
+    assert len(Home(vrvm_home).trips) == 0
     store_admin.add_demo_trips(vrvm_home, by=ANA)
     with pytest.raises(AccessDenied):
         store_admin.clear_trips(vrvm_home, by=VIEWER_ACCESS)
     with pytest.raises(AccessDenied):
         models.activate_version(vrvm_home, 1, by=VIEWER_ACCESS)
-    assert len(trip_store(vrvm_home)) == 2000
+    assert len(Home(vrvm_home).trips) == 2000
     store_admin.clear_trips(vrvm_home, by=ANA)
     models.activate_version(vrvm_home, 1, by=ANA)
-    entries = audit_log(vrvm_home).entries()[1:]  # after the first start's publish
+    entries = Home(vrvm_home).audit.entries()[1:]  # after the first start's publish
     assert [(e["action"], e["who"]) for e in entries] == [
         ("upload", "Ana"),
         ("delete", "Ana"),
@@ -219,7 +219,7 @@ def test_services_refuse_a_viewer_and_record_an_analyst(vrvm_home):
 
 def test_a_call_from_python_is_recorded_as_the_os_user(vrvm_home):
     store_admin.add_demo_trips(vrvm_home)
-    entry = audit_log(vrvm_home).entries()[-1]
+    entry = Home(vrvm_home).audit.entries()[-1]
     assert (entry["who"], entry["how"], entry["via"]) == (access.os_user(), "library", "python")
 
 
@@ -227,5 +227,5 @@ def test_an_unwritable_audit_log_does_not_undo_the_action(vrvm_home, caplog):
     (vrvm_home / "audit.jsonl").unlink()
     (vrvm_home / "audit.jsonl").mkdir()  # a folder where the log should be
     assert "Added" in store_admin.add_demo_trips(vrvm_home, by=ANA)
-    assert len(trip_store(vrvm_home)) == 2000
+    assert len(Home(vrvm_home).trips) == 2000
     assert "audit log" in caplog.text

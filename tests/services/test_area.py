@@ -10,12 +10,12 @@ from vrvm import TravelTimeModel, read_trips
 from vrvm.services.map.area import build_service_area
 from vrvm.services.map.boundaries import parse_geojson
 from vrvm.services.versions.models import is_synthetic
-from vrvm.trips.home import load_training_trips
+from vrvm.trips.home import Home
 from vrvm.trips.places.zones import latlng_to_zone
 
 
 def test_zones_cover_every_training_trip_end(tiny_area, tiny_home, tiny_model):
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     zones = set(tiny_area.grid["zone"])
     for lat, lon in (("origin_lat", "origin_lon"), ("dest_lat", "dest_lon")):
         cells = latlng_to_zone(trips[lat], trips[lon], tiny_area.resolution)

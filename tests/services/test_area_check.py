@@ -13,7 +13,7 @@ from vrvm.services.analyst.area_check import (
     model_area,
     trips_centre,
 )
-from vrvm.trips.home import load_training_trips
+from vrvm.trips.home import Home
 
 ENDS = ("origin_lat", "origin_lon", "dest_lat", "dest_lon")
 
@@ -29,7 +29,7 @@ def _moved(trips, dlat: float, dlon: float, rows=slice(None)):
 
 def test_trips_of_the_same_area_pass(tiny_model, tiny_home):
     same = synthetic_city(300, seed=3)
-    for training in (None, load_training_trips(tiny_home, tiny_model)):
+    for training in (None, Home(tiny_home).load_training_trips(tiny_model)):
         check = check_same_area(tiny_model, same, training_trips=training)
         assert check.ok and check.share_inside > 0.95 and check.distance_km < 5
         assert check.n_trips == 300 and check.model_name == "Synthetica (synthetic)"
@@ -39,7 +39,7 @@ def test_trips_of_the_same_area_pass(tiny_model, tiny_home):
 def test_trips_of_another_city_are_refused_with_the_numbers(tiny_model, tiny_home):
     """Chicago-like coordinates against the synthetic city in the South Atlantic."""
     chicago = _moved(synthetic_city(300, seed=3), 81.88, -57.63)
-    for training in (None, load_training_trips(tiny_home, tiny_model)):
+    for training in (None, Home(tiny_home).load_training_trips(tiny_model)):
         check = check_same_area(tiny_model, chicago, training_trips=training)
         assert not check.ok and check.share_inside == 0.0
         assert check.distance_km == pytest.approx(10_800, rel=0.02)
@@ -69,7 +69,7 @@ def test_the_area_is_padded_by_a_few_km(tiny_model, tiny_home):
     assert AREA_PAD_KM == 5.0
     assert model_area(tiny_model).inside(north, lon).tolist() == [True, False]
     # the finer area of the training trips' cells (and their neighbours) agrees
-    cells = model_area(tiny_model, load_training_trips(tiny_home, tiny_model))
+    cells = model_area(tiny_model, Home(tiny_home).load_training_trips(tiny_model))
     assert cells.cells is not None and cells.inside(north, lon).tolist() == [True, False]
 
 

@@ -217,12 +217,12 @@ def test_the_map_names_zones_after_the_file_alone_whatever_the_idle_ring(
     """Issue 32: the hexagons drawn faintly around the zones were added to the file
     before naming, so a file at the feature limit failed on every page."""
     from vrvm.services.map.area import build_service_area
-    from vrvm.trips.home import load_training_trips
+    from vrvm.trips.home import Home
     from vrvm.trips.places.zone_files import ZoneFileLimits
 
     features = _squares(300)
     monkeypatch.setattr(svc, "BOUNDARY_LIMITS", ZoneFileLimits(max_features=300))
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     area = build_service_area(tiny_model, trips=trips, boundaries=_document(*features))
     assert area.boundary_problem is None
     drawn = area.boundaries["features"]
@@ -237,7 +237,7 @@ def test_a_boundary_file_that_fails_later_is_set_aside_not_the_map(
     """Issue 32: a kept file beyond today's checks (kept by an older version) is refused
     when the map reads it, and a document that still fails is set aside by the map."""
     from vrvm.services.map.area import build_service_area
-    from vrvm.trips.home import add_zone_file, load_training_trips, set_map_zone_file
+    from vrvm.trips.home import Home
     from vrvm.trips.places.zone_files import ZoneFileLimits
 
     home = tmp_path / "home"
@@ -245,18 +245,16 @@ def test_a_boundary_file_that_fails_later_is_set_aside_not_the_map(
     features[2]["properties"]["name"] = "N" * 100_000
     document = _document(*features)
     older = ZoneFileLimits(max_property_bytes=10**9)
-    add_zone_file(
-        home,
-        "old",
+    Home(home).zones.add("old",
         json.dumps(document).encode(),
         non_polygons="skip",
         ids_from_order=True,
         limits=older,
     )
-    set_map_zone_file(home, "old")
+    Home(home).zones.choose_map("old")
     with pytest.raises(ValueError, match=r"features\[2\]: its properties take 100,012"):
         svc.load_boundaries(home, "old")
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     area = build_service_area(tiny_model, trips=trips, boundaries=document)
     assert area.boundary_problem.startswith("The boundary file is not drawn and names no zone")
     assert "its properties take 100,012 characters" in area.boundary_problem
@@ -271,7 +269,7 @@ def test_boundary_files_hold_at_most_500000_vertices(tmp_path, shared_data, monk
     and a polygon of a million took 13.7 s and 830 MB to keep. The real cities' files are
     far below the cap; a kept file over it (kept by an older version) is refused when the
     map reads it, on the bytes."""
-    from vrvm.trips.home import add_zone_file, set_map_zone_file
+    from vrvm.trips.home import Home
     from vrvm.trips.places.zone_files import ZoneFileLimits
 
     assert svc.BOUNDARY_LIMITS.max_vertices == svc.MAX_BOUNDARY_VERTICES == 500_000
@@ -287,8 +285,8 @@ def test_boundary_files_hold_at_most_500000_vertices(tmp_path, shared_data, monk
     circle = {"type": "Polygon", "coordinates": [[*ring, ring[0]]]}
     data = json.dumps(_document({"type": "Feature", "properties": {}, "geometry": circle}))
     home = tmp_path / "home"
-    add_zone_file(home, "old", data.encode(), file_name="old.geojson", ids_from_order=True)
-    set_map_zone_file(home, "old")
+    Home(home).zones.add("old", data.encode(), file_name="old.geojson", ids_from_order=True)
+    Home(home).zones.choose_map("old")
     monkeypatch.setattr(svc, "BOUNDARY_LIMITS", ZoneFileLimits(max_vertices=150))
     with pytest.raises(
         ValueError,

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from vrvm.services.analyst.demo import demo_settings, ensure_demo_model
-from vrvm.trips.home import model_store
+from vrvm.trips.home import Home
 
 
 def test_demo_settings_from_environment():
@@ -23,7 +23,7 @@ def test_demo_settings_from_environment():
 
 
 def test_first_start_trains_once_and_records_the_demo(tiny_home):
-    store = model_store(tiny_home)
+    store = Home(tiny_home).models
     assert store.active_version() == 1
     info = store.versions()[0].info
     assert info["kind"] == "demo" and info["synthetic"] is True
@@ -37,6 +37,6 @@ def test_store_without_active_pointer_gets_latest_activated(tiny_home, tmp_path)
     home = tmp_path / "h"
     shutil.copytree(tiny_home, home)
     (home / "models" / "active.json").unlink()
-    assert model_store(home).active_version() is None
+    assert Home(home).models.active_version() is None
     assert ensure_demo_model(home, progress=pytest.fail) == (1, False)
-    assert model_store(home).active_version() == 1
+    assert Home(home).models.active_version() == 1

@@ -43,7 +43,7 @@ from vrvm.services.planning.fleet_files import (
     read_bases_csv,
     read_demand_csv,
 )
-from vrvm.trips.home import load_training_trips
+from vrvm.trips.home import Home
 from vrvm.trips.places.zone_files import ZoneFile
 
 DEPARTURE = pd.Timestamp("2024-03-05 08:15", tz="UTC")
@@ -240,7 +240,7 @@ def test_no_bases_cover_nothing(tiny_model, tiny_area):
 
 
 def test_default_demand_counts_training_trip_origins(tiny_home, tiny_model, tiny_area):
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     rows = tiny_area.zone_rows(trips["origin_lat"], trips["origin_lon"])
     expected = np.bincount(rows[rows >= 0], minlength=len(tiny_area.grid))
     demand, source = zone_demand(tiny_area)
@@ -573,7 +573,7 @@ def test_polygon_zones(tiny_home, tiny_model, tiny_area):
                 }
             )
     zones = ZoneFile.from_geojson({"type": "FeatureCollection", "features": features})
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     area = build_service_area(tiny_model, trips=trips, zones=zones)
     bases = default_bases(area)
     cov = fleet_coverage(tiny_model, area, bases, DEPARTURE, 15)
@@ -596,7 +596,7 @@ def test_bases_follow_the_maps_zones(tiny_home, tiny_model, tiny_area):
     """Issue 31: bases placed on one map are located on another as the Predict page
     locates its places: renamed, moved into the polygon holding them, or removed."""
     from tests.app.test_zone_polygons import districts_geojson
-    from vrvm.trips.home import load_training_trips
+    from vrvm.trips.home import Home
     from vrvm.trips.places.zone_files import ZoneFile
 
     hexagons = tiny_area
@@ -617,7 +617,7 @@ def test_bases_follow_the_maps_zones(tiny_home, tiny_model, tiny_area):
     # the same zones: the same bases, the same object
     assert fleet.locate_bases(hexagons, bases) == (bases, None)
     # the boundaries rename the zones: the zone bases take the new names
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     named = build_service_area(tiny_model, trips=trips, boundaries=json.loads(districts_geojson()))
     renamed, notice = fleet.locate_bases(named, bases)
     assert notice is None and renamed["zone"].tolist() == bases["zone"].tolist()

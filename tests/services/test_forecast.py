@@ -19,7 +19,7 @@ from vrvm.services.answers.forecast import (
 )
 from vrvm.services.map.places import place_from_zone
 from vrvm.services.map.support import origin_support, pair_support
-from vrvm.trips.home import load_training_trips
+from vrvm.trips.home import Home
 from vrvm.trips.places.zones import latlng_to_zone
 
 DEPARTURE = pd.Timestamp("2024-03-05 08:15", tz="UTC")
@@ -89,7 +89,7 @@ def test_time_of_day_profile_across_daylight_saving_changes(tiny_model, pair, da
 
 
 def test_observed_trips_of_a_zone_pair(tiny_home, tiny_model, tiny_area, pair):
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     origin, dest = pair
     observed, rings = observed_pair_trips(trips, origin, dest, tiny_area.resolution, min_trips=1)
     o = latlng_to_zone(trips["origin_lat"], trips["origin_lon"], tiny_area.resolution)
@@ -124,7 +124,7 @@ def busiest_and_emptiest_pairs(area):
 
 
 def test_answer_says_how_much_data_stands_behind_it(tiny_home, tiny_model, tiny_area):
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     busy, empty = busiest_and_emptiest_pairs(tiny_area)
     kwargs = {"trips": trips, "resolution": tiny_area.resolution, "area": tiny_area}
     answer = answer_od(tiny_model, *busy, DEPARTURE, 20, **kwargs)

@@ -32,7 +32,7 @@ from vrvm.services.planning.isochrones import (
     probability_isochrones,
     reach_probabilities,
 )
-from vrvm.trips.home import load_training_trips
+from vrvm.trips.home import Home
 from vrvm.trips.places.zone_files import ZoneFile
 
 DEPARTURE = "2024-03-05 08:15"
@@ -57,7 +57,7 @@ def polygon_area(tiny_home, tiny_model, tiny_area):
                 name = "Ring"
             features.append(_feature(f"{i}{j}", name, cell))
     zones = ZoneFile.from_geojson({"type": "FeatureCollection", "features": features})
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     return build_service_area(tiny_model, trips=trips, zones=zones)
 
 

@@ -11,7 +11,7 @@ import pytest
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.services.access.policy import VIEWER, Access, AccessDenied
 from vrvm.services.versions.model_export import export_model
-from vrvm.trips.home import audit_log, model_store
+from vrvm.trips.home import Home
 
 
 def test_the_zip_holds_a_model_that_loads_and_predicts(vrvm_home, tmp_path):
@@ -24,11 +24,11 @@ def test_the_zip_holds_a_model_that_loads_and_predicts(vrvm_home, tmp_path):
         assert sorted(archive.namelist()) == ["arrays.npz", "model.json"]
         archive.extractall(tmp_path / "model")
     shared = TravelTimeModel.load(tmp_path / "model")
-    original = TravelTimeModel.load(model_store(vrvm_home).active_path())
+    original = TravelTimeModel.load(Home(vrvm_home).models.active_path())
     queries = synthetic_city(200, seed=21)
     assert np.median(np.abs(shared.predict(queries) / original.predict(queries) - 1)) < 0.05
     assert shared.training_summary_["snapped"]["resolution"] == result.resolution
-    entry = audit_log(vrvm_home).entries()[-1]
+    entry = Home(vrvm_home).audit.entries()[-1]
     assert entry["action"] == "export" and entry["resolution"] == result.resolution
 
 

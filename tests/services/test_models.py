@@ -20,7 +20,7 @@ from vrvm.services.versions.models import (
     publish_model,
     versions_table,
 )
-from vrvm.trips.home import model_store
+from vrvm.trips.home import Home
 
 OLD_HOME = Path(__file__).resolve().parents[1] / "data" / "home-0.1.0"
 
@@ -64,7 +64,7 @@ def test_the_demo_model_is_named_after_the_synthetic_city(tiny_home, tiny_model)
 def test_a_0_1_0_model_without_a_name_is_named_after_its_training_data(tmp_path):
     home = tmp_path / "home"
     shutil.copytree(OLD_HOME, home)
-    old = TravelTimeModel.load(model_store(home).active_path())
+    old = TravelTimeModel.load(Home(home).models.active_path())
     assert old.name is None
     assert model_name(old) == SYNTHETIC_MODEL_NAME  # from its summary's city
     assert versions_table(home)["model"].tolist() == [SYNTHETIC_MODEL_NAME]
@@ -100,12 +100,12 @@ def test_captions_name_the_model_and_never_show_a_path(tiny_model, shared_data, 
     table = versions_table(home)
     assert table["data"].tolist() == ["sf_bikeshare_2019-02_partial.csv"]
     assert table["model"].tolist() == ["San Francisco bikes"]
-    assert model_store(home).versions()[0].info["name"] == "San Francisco bikes"
+    assert Home(home).models.versions()[0].info["name"] == "San Francisco bikes"
 
 
 def test_versions_table_scores_carry_their_units(tiny_home):
     table = versions_table(tiny_home)
-    info = model_store(tiny_home).versions()[0].info["metrics"]
+    info = Home(tiny_home).models.versions()[0].info["metrics"]
     assert table["hold-out CRPS (min)"].iloc[0] == pytest.approx(info["crps_s"] / 60, abs=1e-3)
     assert table["MAE (min)"].iloc[0] == pytest.approx(info["mae_s"] / 60, abs=1e-3)
     assert table["90 % interval coverage (%)"].iloc[0] == pytest.approx(

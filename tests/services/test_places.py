@@ -118,11 +118,11 @@ def district_area(tiny_home, tiny_model):
     """The tiny model's area on a planner's polygons: downtown, four quarters, the airport."""
     from tests.app.test_zone_polygons import districts_geojson
     from vrvm.services.map.area import build_service_area
-    from vrvm.trips.home import load_training_trips
+    from vrvm.trips.home import Home
     from vrvm.trips.places.zone_files import ZoneFile
 
     zones = ZoneFile.from_geojson(json.loads(districts_geojson()), id_property="district")
-    trips = load_training_trips(tiny_home, tiny_model)
+    trips = Home(tiny_home).load_training_trips(tiny_model)
     return build_service_area(tiny_model, trips=trips, zones=zones)
 
 

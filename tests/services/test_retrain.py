@@ -22,7 +22,7 @@ from vrvm.services.analyst.retrain import (
     train_candidates,
 )
 from vrvm.services.versions.models import StoreConflictError, activate_version, versions_table
-from vrvm.trips.home import load_training_trips, model_store, trip_store
+from vrvm.trips.home import Home
 
 
 def test_parse_widths():
@@ -40,7 +40,7 @@ SMALL = TrainingSettings(n_members=2, kernel_widths=(1.5, 3.0), max_basis=80, ho
 def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_model):
     home = tmp_path / "home"
     shutil.copytree(tiny_home, home)
-    store = trip_store(home)
+    store = Home(home).trips
     added = store.add(synthetic_city(800, seed=21), source="upload.csv")
     assert added.n_added == 800
     calls = []
@@ -74,7 +74,7 @@ def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_
     )
     # publishing makes a new active version and leaves the old one re-activatable
     version = publish_candidate(home, result, "Full retrain")
-    models = model_store(home)
+    models = Home(home).models
     assert version == 2 and models.active_version() == 2
     info = models.versions()[-1].info
     assert models.versions()[-1].parent == 1
@@ -82,7 +82,7 @@ def test_retrain_flow_from_store_to_published_version(tmp_path, tiny_home, tiny_
     assert info["name"] == "Synthetica (synthetic)" and info["new_area"] is False
     published = TravelTimeModel.load(models.active_path())
     assert published.metrics_["n"] == 200
-    assert load_training_trips(home, published) is not None
+    assert Home(home).load_training_trips(published) is not None
     # the other candidate was built on version 1, which is no longer active: publishing
     # it would fork the lineage, so it is refused and nothing is written
     with pytest.raises(StoreConflictError, match=r"built on version 1.*now 2"):
@@ -115,8 +115,8 @@ def test_a_failed_training_publishes_nothing(tmp_path, tiny_home, tiny_model):
         new_trips=trips.iloc[:0],
     )
     assert "no trips were added" in empty.errors["Update with new trips (fast)"]
-    assert model_store(home).active_version() == 1
-    assert len(model_store(home).versions()) == 1
+    assert Home(home).models.active_version() == 1
+    assert len(Home(home).models.versions()) == 1
 
 
 def test_retrain_charts_data(tiny_model):
@@ -217,7 +217,7 @@ def test_an_update_with_another_citys_trips_is_refused(tmp_path, tiny_home, tiny
     with the numbers, and the full retrain is a new model of its own."""
     home = tmp_path / "home"
     shutil.copytree(tiny_home, home)
-    trip_store(home).add(
+    Home(home).trips.add(
         _far_away(synthetic_city(600, seed=21)), source="/tmp/chicago_trips.csv", synthetic=False
     )
     assert suggest_model_name(home, tiny_model) == "chicago trips"
@@ -234,8 +234,8 @@ def test_an_update_with_another_citys_trips_is_refused(tmp_path, tiny_home, tiny
     assert new_model.name == "chicago trips"
     assert tiny_model.n_updates_ == 0  # the active model is untouched
     version = publish_candidate(home, result, "Full retrain")
-    info = model_store(home).versions()[-1].info
-    assert model_store(home).versions()[-1].parent is None
+    info = Home(home).models.versions()[-1].info
+    assert Home(home).models.versions()[-1].parent is None
     assert version == 2 and info["new_area"] is True
     assert info["name"] == "chicago trips"
     assert versions_table(home)["model"].tolist() == ["chicago trips", "Synthetica (synthetic)"]
@@ -253,10 +253,10 @@ def test_the_name_field_and_its_default(tmp_path, tiny_model):
     home = tmp_path / "home"
     assert suggest_model_name(home, tiny_model) == "Synthetica (synthetic)"  # empty store
     assert suggest_model_name(home, None) == "unnamed model"
-    trip_store(home).add(synthetic_city(100, seed=3), source="week 2.csv")
+    Home(home).trips.add(synthetic_city(100, seed=3), source="week 2.csv")
     assert suggest_model_name(home, tiny_model) == "Synthetica (synthetic)"  # same area
     assert suggest_model_name(home, None) == "week 2 (synthetic)"
-    trip_store(home).add(synthetic_city(100, seed=4), source="synthetic demo trips")
+    Home(home).trips.add(synthetic_city(100, seed=4), source="synthetic demo trips")
     assert suggest_model_name(home, None) == "Synthetica (synthetic)"
     trips = synthetic_city(300, seed=4)
     named = TrainingSettings(**{**SMALL.__dict__, "name": "  Synthetica, March  "})

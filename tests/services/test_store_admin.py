@@ -13,13 +13,13 @@ from vrvm.services.analyst.store_admin import (
     store_overview,
 )
 from vrvm.services.analyst.uploads import read_upload
-from vrvm.trips.home import trip_store
+from vrvm.trips.home import Home
 
 
 def test_distance_of_new_trips_to_the_store(tmp_path):
     city = synthetic_city(100, seed=1)
     assert distance_to_store_km(tmp_path, city) is None
-    trip_store(tmp_path).add(city)
+    Home(tmp_path).trips.add(city)
     assert distance_to_store_km(tmp_path, synthetic_city(100, seed=2)) < 5
     chicago = city.assign(origin_lat=41.88, origin_lon=-87.63)
     assert distance_to_store_km(tmp_path, chicago) > 8000

@@ -20,7 +20,7 @@ from vrvm.services.map import trip_index
 from vrvm.services.map.area import build_service_area
 from vrvm.services.map.places import place_from_zone
 from vrvm.services.map.support import origin_support, pair_support
-from vrvm.trips.home import load_training_trips, training_trip_table
+from vrvm.trips.home import Home
 from vrvm.trips.places.zone_files import ZoneFile
 from vrvm.trips.store import zone_index
 
@@ -57,21 +57,21 @@ def _same_area(a, b):
 
 
 def test_kept_trips_give_the_area_of_the_trips_in_memory(home, tiny_model, tiny_area, small_groups):
-    table = training_trip_table(home, tiny_model)
+    table = Home(home).training_trip_table(tiny_model)
     assert table is not None and len(table) == 3000
     built = build_service_area(tiny_model, trips=table)
     _same_area(built, tiny_area)
     kept = sorted(p.name for p in table.cache_dir.iterdir())
     assert any(n.startswith("hexagons-") and n.endswith(".parquet") for n in kept)
     # a later start (a new process) reads the kept zones, not the trips
-    fresh = training_trip_table(home, tiny_model)
+    fresh = Home(home).training_trip_table(tiny_model)
     again = build_service_area(tiny_model, trips=fresh)
     assert fresh.groups_read == 0
     _same_area(again, tiny_area)
 
 
 def test_support_counts_match_for_every_pair(home, tiny_model, tiny_area, small_groups):
-    area = build_service_area(tiny_model, trips=training_trip_table(home, tiny_model))
+    area = build_service_area(tiny_model, trips=Home(home).training_trip_table(tiny_model))
     n = len(area.grid)
     for origin in range(0, n, max(1, n // 25)):
         for minute in (0.0, 8 * 60 + 15):
@@ -84,8 +84,8 @@ def test_support_counts_match_for_every_pair(home, tiny_model, tiny_area, small_
 
 
 def test_observed_trips_match_the_scan_of_every_trip(home, tiny_model, small_groups):
-    trips = load_training_trips(home, tiny_model)
-    table = training_trip_table(home, tiny_model)
+    trips = Home(home).load_training_trips(tiny_model)
+    table = Home(home).training_trip_table(tiny_model)
     area = build_service_area(tiny_model, trips=table)
     table.groups_read = 0  # deriving the zones read the trips once; answers read none
     busy = area.grid.sort_values("n_points", ascending=False)["zone"].to_numpy()
@@ -104,7 +104,7 @@ def test_observed_trips_match_the_scan_of_every_trip(home, tiny_model, small_gro
 
 
 def test_an_answer_reads_a_few_row_groups_of_the_index(home, tiny_model, small_groups):
-    table = training_trip_table(home, tiny_model)
+    table = Home(home).training_trip_table(tiny_model)
     area = build_service_area(tiny_model, trips=table)
     index = area.support.index
     assert index.path is not None and index.path.parent == table.cache_dir
@@ -150,10 +150,14 @@ def test_polygons_give_the_same_answers_from_kept_trips(home, tiny_model, small_
         ],
     }
     zones = ZoneFile.from_geojson(squares)
-    trips = load_training_trips(home, tiny_model)
+    trips = Home(home).load_training_trips(tiny_model)
     memory = build_service_area(tiny_model, trips=trips, zones=zones)
-    kept = build_service_area(tiny_model, trips=training_trip_table(home, tiny_model), zones=zones)
-    again = build_service_area(tiny_model, trips=training_trip_table(home, tiny_model), zones=zones)
+    kept = build_service_area(
+        tiny_model, trips=Home(home).training_trip_table(tiny_model), zones=zones
+    )
+    again = build_service_area(
+        tiny_model, trips=Home(home).training_trip_table(tiny_model), zones=zones
+    )
     for area in (kept, again):
         pd.testing.assert_frame_equal(area.grid, memory.grid)
         assert (area.view, area.resolution) == (memory.view, memory.resolution)
@@ -170,10 +174,10 @@ def test_polygons_give_the_same_answers_from_kept_trips(home, tiny_model, small_
 
 
 def test_the_model_area_from_kept_trips_is_kept_too(home, tiny_model):
-    trips = load_training_trips(home, tiny_model)
-    table = training_trip_table(home, tiny_model)
+    trips = Home(home).load_training_trips(tiny_model)
+    table = Home(home).training_trip_table(tiny_model)
     assert model_area(tiny_model, table) == model_area(tiny_model, trips)
-    fresh = training_trip_table(home, tiny_model)
+    fresh = Home(home).training_trip_table(tiny_model)
     assert model_area(tiny_model, fresh) == model_area(tiny_model, trips)
     assert fresh.groups_read == 0
 
@@ -181,7 +185,7 @@ def test_the_model_area_from_kept_trips_is_kept_too(home, tiny_model):
 def test_a_model_without_kept_trips(home, tiny_model, tiny_area):
     for path in (home / "training").glob("*.parquet"):
         path.unlink()
-    assert training_trip_table(home, tiny_model) is None
+    assert Home(home).training_trip_table(tiny_model) is None
     area = build_service_area(tiny_model, trips=None)
     assert area.support is None
     origin = place_from_zone(area, area.grid["zone"][0])

@@ -31,7 +31,7 @@ from vrvm.services.planning.coverage import (
     coverage_map,
 )
 from vrvm.services.planning.url_state import from_query_params, to_query_params
-from vrvm.trips.home import add_zone_file, remove_zone_file
+from vrvm.trips.home import Home
 from vrvm.trips.places.zone_files import ZoneFile
 
 DEPARTURE = "2016-03-08 08:15"
@@ -229,10 +229,10 @@ def test_nyc_taxi_zones(shared_data):
 def test_the_choice_of_zones_is_kept_in_the_home(tmp_path, shared_data):
     data = shared_data("chicago_community_areas.geojson").read_bytes()
     assert zone_choice(tmp_path) is None
-    add_zone_file(tmp_path, "community-areas", data, id_property="area_numbe")
+    Home(tmp_path).zones.add("community-areas", data, id_property="area_numbe")
     set_zone_choice(tmp_path, "community-areas")
     assert zone_choice(tmp_path).name == "community-areas"
     with pytest.raises(KeyError):
         set_zone_choice(tmp_path, "nowhere")
-    remove_zone_file(tmp_path, "community-areas")
+    Home(tmp_path).zones.remove("community-areas")
     assert zone_choice(tmp_path) is None

@@ -12,15 +12,15 @@ import threading
 import numpy as np
 import pytest
 
-from vrvm.trips.home import audit_log, model_store
+from vrvm.trips.home import Home
 from vrvm.trips.store._faults import CRASH_ENV
 from vrvm.trips.store.audit import AuditLog
 
 _APPEND = """
 import sys
-from vrvm.trips.home import audit_log
+from vrvm.trips.home import Home
 for i in range(int(sys.argv[2])):
-    audit_log(sys.argv[1]).append("upload", who=f"writer {sys.argv[3]}", how="os", via="cli", i=i)
+    Home(sys.argv[1]).audit.append("upload", who=f"writer {sys.argv[3]}", how="os", via="cli", i=i)
 """
 
 
@@ -37,7 +37,7 @@ def _append_in_process(home, n: int, name: str, crash_at: str | None = None):
 
 
 def test_entries_keep_their_order_fields_and_chain(tmp_path):
-    log = audit_log(tmp_path)
+    log = Home(tmp_path).audit
     assert log.entries() == [] and log.check().ok
     log.append("upload", who="ana", how="passphrase", via="dashboard", file="w1.csv", kept=3)
     log.append("delete", who="bo", how="oidc", via="dashboard", trips=3)
@@ -65,7 +65,7 @@ def test_bad_entries_are_refused(tmp_path):
 
 
 def test_a_writer_killed_mid_line_costs_no_earlier_entry(tmp_path):
-    log = audit_log(tmp_path)
+    log = Home(tmp_path).audit
     log.append("upload", who="ana", how="os", via="cli", n=1)
     killed = _append_in_process(tmp_path, 1, "killed", crash_at="audit.torn")
     assert killed.wait(timeout=60) == -9
@@ -85,7 +85,7 @@ def test_concurrent_writers_never_interleave(tmp_path):
     threads = [
         threading.Thread(
             target=lambda k=k: [
-                audit_log(tmp_path).append("train", who=f"thread {k}", how="library", via="python")
+                Home(tmp_path).audit.append("train", who=f"thread {k}", how="library", via="python")
                 for _ in range(10)
             ]
         )
@@ -96,7 +96,7 @@ def test_concurrent_writers_never_interleave(tmp_path):
     for thread in threads:
         thread.join(timeout=60)
     assert [w.wait(timeout=60) for w in writers] == [0, 0]
-    log = audit_log(tmp_path)
+    log = Home(tmp_path).audit
     entries = log.entries()
     assert len(entries) == 2 * 15 + 2 * 10
     for i in range(2):  # each process's entries in its own order
@@ -105,7 +105,7 @@ def test_concurrent_writers_never_interleave(tmp_path):
 
 
 def test_an_edited_or_removed_line_breaks_the_chain(tmp_path):
-    log = audit_log(tmp_path)
+    log = Home(tmp_path).audit
     for n in range(4):
         log.append("upload", who="ana", how="os", via="cli", n=n)
     lines = log.path.read_text().splitlines()
@@ -118,7 +118,7 @@ def test_an_edited_or_removed_line_breaks_the_chain(tmp_path):
 
 
 def test_has_entry_finds_a_commit_token_and_skips_torn_lines(tmp_path):
-    log = audit_log(tmp_path)
+    log = Home(tmp_path).audit
     assert not log.has_entry(commit="0123456789abcdef")  # no log yet
     log.append("publish", who="ana", how="os", via="cli", version=2, commit="0123456789abcdef")
     with open(log.path, "ab") as handle:  # a torn line holding another token
@@ -139,16 +139,16 @@ def _write_model(path):
 
 def test_a_publish_whose_log_cannot_be_written_is_audited_by_the_next_heal(tmp_path, caplog):
     home = tmp_path
-    log = audit_log(home)
+    log = Home(home).audit
     log.path.mkdir()  # the log cannot be written (as a full disk)
-    store = model_store(home)
+    store = Home(home).models
     who = {"who": "ana", "how": "os", "via": "cli"}
     assert store.add(_write_model, audit={**who, "kind": "train"}) == 1
     assert store.active_version() == 1  # the publish stands
     assert "not written yet" in caplog.text
     assert [p.name for p in (home / "models" / "journal").iterdir()] == ["v0001.json"]
     log.path.rmdir()
-    repairs = model_store(home).heal()
+    repairs = Home(home).models.heal()
     assert repairs == [
         "wrote the audit entry of the publish of version 1: the process making it stopped "
         "before writing it"
@@ -160,8 +160,8 @@ def test_a_publish_whose_log_cannot_be_written_is_audited_by_the_next_heal(tmp_p
         "train",
         True,
     )
-    assert model_store(home).heal() == [] and len(log.entries()) == 1  # never twice
-    assert model_store(home).unaudited_versions() == []
+    assert Home(home).models.heal() == [] and len(log.entries()) == 1  # never twice
+    assert Home(home).models.unaudited_versions() == []
     with pytest.raises(ValueError, match="audit needs who, how and via"):
         store.add(_write_model, audit={"who": "ana"})
     assert store.latest_version() == 1  # refused before anything was written

@@ -16,7 +16,7 @@ import pytest
 
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.services.versions.models import versions_table
-from vrvm.trips.home import audit_log, load_training_trips, model_store, trip_store
+from vrvm.trips.home import Home
 
 OLD_HOME = Path(__file__).resolve().parents[1] / "data" / "home-0.1.0"
 # TravelTimeModel.load(...).predict_dist(synthetic_city(300, seed=2).head(3)) at 37e2f6e
@@ -32,13 +32,13 @@ def home(tmp_path):
 
 
 def test_an_old_model_version_loads_and_predicts_as_before(home):
-    store = model_store(home)
+    store = Home(home).models
     assert store.active_version() == 1
     model = TravelTimeModel.load(store.active_path())
     dist = model.predict_dist(synthetic_city(300, seed=2).head(3))
     np.testing.assert_allclose(dist.median(), OLD_MEDIANS, rtol=1e-10)
     np.testing.assert_allclose(dist.mean(), OLD_MEANS, rtol=1e-10)
-    assert len(load_training_trips(home, model)) == 300
+    assert len(Home(home).load_training_trips(model)) == 300
     table = versions_table(home)
     assert table["version"].tolist() == [1] and bool(table["active"].iloc[0])
     assert table["published by"].tolist() == [""]  # not recorded before issue 17
@@ -49,18 +49,18 @@ def test_an_old_home_takes_audit_entries_and_new_versions_with_their_publisher(h
     from vrvm.services.versions.models import activate_version, publish_model
 
     assert not (home / "audit.jsonl").exists()
-    model = TravelTimeModel.load(model_store(home).active_path())
+    model = TravelTimeModel.load(Home(home).models.active_path())
     ana = Access(ANALYST, who="Ana", how="passphrase")
     version = publish_model(home, model, metrics=None, info={"kind": "copy"}, by=ana)
     activate_version(home, 1, by=ana)
     table = versions_table(home).set_index("version")
     assert table.loc[version, "published by"] == "Ana (passphrase)"
     assert table.loc[1, "published by"] == ""
-    assert [e["action"] for e in audit_log(home).entries()] == ["publish", "activate"]
+    assert [e["action"] for e in Home(home).audit.entries()] == ["publish", "activate"]
 
 
 def test_an_old_trip_store_reads_and_takes_new_trips(home):
-    store = trip_store(home)
+    store = Home(home).trips
     assert len(store) == 120 and store.summary().n_parts == 1
     assert store.parts()["source"].tolist() == ["old.csv"]
     old = store.load()

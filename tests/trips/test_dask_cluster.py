@@ -17,12 +17,15 @@ import time
 import numpy as np
 import pytest
 
+from tests._waiting import START_S
 from vrvm.trips.files.dataset import TripDataset
 from vrvm.trips.model.training import fit_dataset
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.synthetic import synthetic_city
 
 distributed = pytest.importorskip("distributed")
+
+pytestmark = pytest.mark.slow_process
 
 FAST = {
     "n_members": 3,
@@ -62,8 +65,9 @@ def cluster():
     ]
     procs += workers
     try:
-        with distributed.Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=60)
+        # deadlines, not waits: the processes import Dask (tens of seconds on a busy machine)
+        with distributed.Client(address, timeout=START_S) as client:
+            client.wait_for_workers(2, timeout=START_S)
         yield address, workers
     finally:
         for proc in procs:
@@ -114,7 +118,7 @@ def test_a_worker_killed_mid_fit_costs_a_retry_not_a_wrong_model(cluster, data, 
 
     model = TravelTimeModel(**FAST, backend="dask", client=address)
     fit_dataset(model, data, progress=progress)
-    assert killed and workers[0].wait(timeout=30) != 0
+    assert killed and workers[0].wait(timeout=START_S) != 0
     a, b = model.predict_dist(queries), local.predict_dist(queries)
     np.testing.assert_allclose(a.loc, b.loc, rtol=1e-8)
     np.testing.assert_allclose(a.scale, b.scale, rtol=1e-8)

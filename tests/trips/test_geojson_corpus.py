@@ -34,8 +34,9 @@ import pytest
 
 from app_ui import maps
 from vrvm.services.map import boundaries as svc
-from vrvm.trips.home import ZoneFileEntry, zone_file_path
+from vrvm.trips.home import Home
 from vrvm.trips.places.zone_files import ZoneFile, ZoneFileError, ZoneFileLimits
+from vrvm.trips.store.kept_zones import ZoneFileEntry
 
 FILE_NAME = "upload.geojson"
 LON0, LAT0 = -87.70, 41.80  # Chicago: every valid shape below lies near it
@@ -714,7 +715,7 @@ def test_a_kept_file_that_no_longer_reads_is_refused_when_loaded(tmp_path):
     """Changed on disk (or kept by a looser version): refused where the sidebar says so."""
     entry = svc.save_boundaries(tmp_path, encode(zones_file(2)), FILE_NAME)
     bad_line = feature({"type": "LineString", "coordinates": [[0, 0], [0, 120]]}, name="Road")
-    zone_file_path(tmp_path, entry.name).write_bytes(with_features(bad_line))
+    Home(tmp_path).zones.path(entry.name).write_bytes(with_features(bad_line))
     error = refusal(svc.load_boundaries, tmp_path, entry.name)
     assert str(error) == (
         f"{FILE_NAME}: features[1]: coordinate (0, 120) is not a longitude/latitude in degrees; "

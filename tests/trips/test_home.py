@@ -11,20 +11,7 @@ from pathlib import Path
 import pytest
 
 from vrvm import synthetic_city, trips_sha256
-from vrvm.trips.home import (
-    add_zone_file,
-    data_home,
-    list_zone_files,
-    load_training_trips,
-    load_zone_file,
-    map_zone_file,
-    remove_zone_file,
-    save_training_trips,
-    set_map_zone_file,
-    training_trips_path,
-    zone_file_entry,
-    zone_file_path,
-)
+from vrvm.trips.home import Home, data_home
 from vrvm.trips.places.zone_files import ZoneFileError
 
 
@@ -37,14 +24,14 @@ def test_data_home_defaults_to_dot_vrvm(tmp_path, monkeypatch):
 
 def test_training_trips_are_kept_by_content_hash(tmp_path, tiny_model, tiny_home):
     trips = synthetic_city(50, seed=3)
-    path = save_training_trips(tmp_path, trips)
+    path = Home(tmp_path).save_training_trips(trips)
     assert path.name == f"{trips_sha256(trips)}.parquet"
-    assert save_training_trips(tmp_path, trips) == path  # idempotent
-    kept = load_training_trips(tiny_home, tiny_model)
+    assert Home(tmp_path).save_training_trips(trips) == path  # idempotent
+    kept = Home(tiny_home).load_training_trips(tiny_model)
     assert len(kept) == 3000
     assert str(kept["start_time"].dt.tz) == "UTC"
     with pytest.raises(ValueError):
-        training_trips_path(tmp_path, "../../etc/passwd")
+        Home(tmp_path).training_trips_path("../../etc/passwd")
 
 
 # ---------------------------------------------------------------------- zone files
@@ -78,16 +65,16 @@ def _run(code: str, home) -> subprocess.CompletedProcess:
 
 def test_zone_files_persist_across_processes(tmp_path, shared_data):
     data = shared_data("nyc_taxi_zones.geojson").read_bytes()
-    entry, zones = add_zone_file(tmp_path, "nyc-taxi", data, file_name="taxi_zones.geojson")
+    entry, zones = Home(tmp_path).zones.add("nyc-taxi", data, file_name="taxi_zones.geojson")
     assert (entry.id_property, entry.name_property, entry.n_zones) == ("LocationID", "zone", 263)
     assert entry.fingerprint == zones.fingerprint
-    assert zone_file_path(tmp_path, "nyc-taxi").read_bytes() == data  # kept as given
+    assert Home(tmp_path).zones.path("nyc-taxi").read_bytes() == data  # kept as given
     done = _run(
         """
         import sys
-        from vrvm.trips.home import list_zone_files, load_zone_file
-        [entry] = list_zone_files(sys.argv[1])
-        zones = load_zone_file(sys.argv[1], entry.name)
+        from vrvm.trips.home import Home
+        [entry] = Home(sys.argv[1]).zones.entries()
+        zones = Home(sys.argv[1]).zones.load(entry.name)
         lat, lon = zones.representative_points([132])  # JFK Airport
         print(entry.name, entry.file_name, zones.fingerprint, zones.zone_of(lat, lon)[0])
         """,
@@ -98,37 +85,37 @@ def test_zone_files_persist_across_processes(tmp_path, shared_data):
 
 
 def test_zone_files_add_list_load_remove(tmp_path):
-    assert list_zone_files(tmp_path) == [] and map_zone_file(tmp_path) is None
-    first, _ = add_zone_file(tmp_path, "districts", _squares("North", "South"))
-    add_zone_file(tmp_path, "areas", _squares("A"), name_property="name")
-    assert [e.name for e in list_zone_files(tmp_path)] in (
+    assert Home(tmp_path).zones.entries() == [] and Home(tmp_path).zones.map_choice() is None
+    first, _ = Home(tmp_path).zones.add("districts", _squares("North", "South"))
+    Home(tmp_path).zones.add("areas", _squares("A"), name_property="name")
+    assert [e.name for e in Home(tmp_path).zones.entries()] in (
         ["districts", "areas"],
         ["areas", "districts"],  # added within one second: ordered by name
     )
-    assert zone_file_entry(tmp_path, "districts") == first
-    assert load_zone_file(tmp_path, "districts").names.tolist() == ["North", "South"]
+    assert Home(tmp_path).zones.entry("districts") == first
+    assert Home(tmp_path).zones.load("districts").names.tolist() == ["North", "South"]
     # same name again: replaced
-    again, _ = add_zone_file(tmp_path, "districts", _squares("North", "South", "East"))
-    assert again.n_zones == 3 and len(load_zone_file(tmp_path, "districts")) == 3
-    set_map_zone_file(tmp_path, "districts")
-    assert map_zone_file(tmp_path) == "districts"
+    again, _ = Home(tmp_path).zones.add("districts", _squares("North", "South", "East"))
+    assert again.n_zones == 3 and len(Home(tmp_path).zones.load("districts")) == 3
+    Home(tmp_path).zones.choose_map("districts")
+    assert Home(tmp_path).zones.map_choice() == "districts"
     with pytest.raises(KeyError):
-        set_map_zone_file(tmp_path, "nothing")
-    assert remove_zone_file(tmp_path, "districts")
-    assert not remove_zone_file(tmp_path, "districts")
-    assert map_zone_file(tmp_path) is None
+        Home(tmp_path).zones.choose_map("nothing")
+    assert Home(tmp_path).zones.remove("districts")
+    assert not Home(tmp_path).zones.remove("districts")
+    assert Home(tmp_path).zones.map_choice() is None
     with pytest.raises(KeyError):
-        zone_file_path(tmp_path, "districts")
+        Home(tmp_path).zones.path("districts")
     assert [p.name.split(".")[0] for p in (tmp_path / "zones").glob("*.geojson")] == ["areas"]
-    assert [e.name for e in list_zone_files(tmp_path)] == ["areas"]
+    assert [e.name for e in Home(tmp_path).zones.entries()] == ["areas"]
     with pytest.raises(KeyError):
-        load_zone_file(tmp_path, "districts")
+        Home(tmp_path).zones.load("districts")
 
 
 def test_a_bad_zone_file_is_not_kept(tmp_path):
     with pytest.raises(ZoneFileError, match=r"^bad\.geojson: not JSON"):
-        add_zone_file(tmp_path, "bad", b"{oops", file_name="bad.geojson")
-    assert list_zone_files(tmp_path) == []
+        Home(tmp_path).zones.add("bad", b"{oops", file_name="bad.geojson")
+    assert Home(tmp_path).zones.entries() == []
     assert not any(tmp_path.rglob("*.geojson"))
 
 
@@ -137,22 +124,22 @@ def test_a_bad_zone_file_is_not_kept(tmp_path):
 )
 def test_zone_file_names_cannot_leave_the_folder(tmp_path, name):
     with pytest.raises(ValueError, match="not a valid zone file name"):
-        add_zone_file(tmp_path, name, _squares("A"))
+        Home(tmp_path).zones.add(name, _squares("A"))
     with pytest.raises(ValueError, match="not a valid zone file name"):
-        zone_file_path(tmp_path, name)
+        Home(tmp_path).zones.path(name)
     assert not any(tmp_path.rglob("*.geojson"))
 
 
 def test_a_changed_zone_file_is_refused_on_load(tmp_path):
-    add_zone_file(tmp_path, "districts", _squares("North", "South"))
-    zone_file_path(tmp_path, "districts").write_bytes(_squares("North", "Elsewhere"))
+    Home(tmp_path).zones.add("districts", _squares("North", "South"))
+    Home(tmp_path).zones.path("districts").write_bytes(_squares("North", "Elsewhere"))
     with pytest.raises(ZoneFileError, match="changed since it was added"):
-        load_zone_file(tmp_path, "districts")
+        Home(tmp_path).zones.load("districts")
 
 
 @pytest.mark.parametrize("target", ["index.json", ".geojson"])
 def test_a_crash_mid_write_leaves_the_previous_zone_files_intact(tmp_path, target):
-    before, _ = add_zone_file(tmp_path, "districts", _squares("North", "South"))
+    before, _ = Home(tmp_path).zones.add("districts", _squares("North", "South"))
     index_before = (tmp_path / "zones" / "index.json").read_bytes()
     # a new process dies (no clean-up, no exception handlers) just before the rename of
     # the new index or of the replaced file: the power cut or kill -9 of a real crash
@@ -166,18 +153,18 @@ def test_a_crash_mid_write_leaves_the_previous_zone_files_intact(tmp_path, targe
                 os._exit(9)
             real_replace(src, dst)
         durable.os.replace = dying_replace
-        from vrvm.trips.home import add_zone_file
-        add_zone_file(sys.argv[1], "districts", {_squares("One", "Two", "Three")!r})
+        from vrvm.trips.home import Home
+        Home(sys.argv[1]).zones.add("districts", {_squares("One", "Two", "Three")!r})
         """,
         tmp_path,
     )
     assert done.returncode == 9, done.stderr
     assert (tmp_path / "zones" / "index.json").read_bytes() == index_before
-    assert list_zone_files(tmp_path) == [before]
-    zones = load_zone_file(tmp_path, "districts")
+    assert Home(tmp_path).zones.entries() == [before]
+    zones = Home(tmp_path).zones.load("districts")
     assert zones.names.tolist() == ["North", "South"] and zones.fingerprint == before.fingerprint
     # the next write recovers: it replaces what the crash left
-    after, _ = add_zone_file(tmp_path, "districts", _squares("One", "Two", "Three"))
-    assert [e.n_zones for e in list_zone_files(tmp_path)] == [3] and after.n_zones == 3
+    after, _ = Home(tmp_path).zones.add("districts", _squares("One", "Two", "Three"))
+    assert [e.n_zones for e in Home(tmp_path).zones.entries()] == [3] and after.n_zones == 3
     kept = sorted(p.name for p in (tmp_path / "zones").glob("*.geojson"))
     assert kept == [after.file]

@@ -7,7 +7,6 @@ import io
 import json
 import os
 import threading
-import time
 import zipfile
 from datetime import UTC
 from pathlib import Path
@@ -399,25 +398,38 @@ def test_a_reader_racing_a_save_gets_one_consistent_model(tmp_path, monkeypatch)
 
 
 def test_a_reader_between_the_two_renames_waits_for_the_new_model(tmp_path, monkeypatch):
+    # The save stops between its renames until a reader has found the model set aside;
+    # the reader goes on once the second rename is done: no timing decides the order.
     target = tmp_path / "model"
     _save(target, tag="old")
-    real_rename = os.rename
+    real_rename, real_find_aside = os.rename, storage.find_aside_copies
     results: list[str] = []
+    threads: list[threading.Thread] = []
+    found_aside, renamed = threading.Event(), threading.Event()
 
-    def slow_rename(src, dst):
+    def find_aside_in_the_gap(path):
+        found = real_find_aside(path)
+        if threading.current_thread().name == "reader":
+            found_aside.set()
+            assert renamed.wait(timeout=60), "the save never made its second rename"
+        return found
+
+    def rename_with_a_reader(src, dst):
         real_rename(src, dst)
         if Path(src) == target:  # the old model was just set aside: start a reader now
-            reader = threading.Thread(target=lambda: results.append(_tag(target)))
+            reader = threading.Thread(target=lambda: results.append(_tag(target)), name="reader")
             reader.start()
             threads.append(reader)
-            time.sleep(0.01)
+            assert found_aside.wait(timeout=60), "the reader never found the model set aside"
+        elif Path(dst) == target:
+            renamed.set()
 
-    threads: list[threading.Thread] = []
-    monkeypatch.setattr(storage.os, "rename", slow_rename)
+    monkeypatch.setattr(storage, "find_aside_copies", find_aside_in_the_gap)
+    monkeypatch.setattr(storage.os, "rename", rename_with_a_reader)
     _save(target, tag="new")
     for thread in threads:
-        thread.join(timeout=10)
-    assert results == ["new"]
+        thread.join(timeout=60)
+    assert found_aside.is_set() and results == ["new"]
 
 
 # ----------------------------------------------------------------- refused on load

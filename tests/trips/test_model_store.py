@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import vrvm
+from tests._waiting import START_S
 from tests.trips.model_helpers import FORMAT, _raises_format_error, _save, _tag
 from vrvm.trips.store.model_dir import (
     read_model_manifest,
@@ -172,19 +173,19 @@ def test_a_writer_waits_for_the_lock_then_gives_up_with_a_clear_error(tmp_path):
     def hold() -> None:
         with ModelStore(tmp_path).lock():
             holding.set()
-            release.wait(timeout=20)
+            release.wait(timeout=START_S)  # held until the checks below are done
 
     holder = threading.Thread(target=hold)
     holder.start()
     try:
-        assert holding.wait(timeout=10)
+        assert holding.wait(timeout=START_S)
         with pytest.raises(vrvm.StoreBusyError, match=r"is busy: another process \(pid \d+"):
             store.add(_writer("b"))
         with pytest.raises(vrvm.StoreBusyError):
             store.activate(1)
     finally:
         release.set()
-        holder.join(timeout=20)
+        holder.join(timeout=START_S)
     assert [v.version for v in store.versions()] == [1]
     assert store.add(_writer("b")) == 2  # free again
 

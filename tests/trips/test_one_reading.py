@@ -19,7 +19,7 @@ from vrvm.services.analyst import store_admin, uploads
 from vrvm.trips.files.layouts import UnknownLayoutError, resolve_layout
 from vrvm.trips.files.reader import propose_options, read_trips
 from vrvm.trips.files.recipes import ReadOptions
-from vrvm.trips.home import trip_store
+from vrvm.trips.home import Home
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.places.timezones import ZoneUnknownError, trips_zone
 from vrvm.trips.table import CANONICAL_COLUMNS, trips_sha256
@@ -215,7 +215,7 @@ def test_recognised_nyc_file_gives_the_same_local_hours_in_one_store(
     message = store_admin.add_upload(home, second)
     # the same instants: every trip is already there (read in UTC they were all "new")
     assert message == f"Added 0 new trips to the store; {N_TRIPS} were already there."
-    stored = trip_store(home).load()
+    stored = Home(home).trips.load()
     assert stored.attrs["tz"] == NEW_YORK and len(stored) == N_TRIPS
 
 

@@ -123,6 +123,26 @@ def test_normal_compressed_files_still_read(tmp_path, compress):
     assert read_rows(path, [3])["trip_seconds"].tolist() == ["600"]
 
 
+@pytest.mark.parametrize("compress", ["gzip", "bz2", "xz"])
+def test_compressed_data_damaged_after_the_header_is_a_trip_file_error(compress):
+    # Cut off past the first MiB (the header check reads that much): the damage is
+    # found while the rows are read, and said as for the header, naming the file.
+    text = synthetic_csv(60_000)
+    data = {"gzip": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[compress](text)
+    cut = data[: len(data) // 2]
+    for reader in (read_trips, lambda d, **k: read_rows(d, [59_000], **k)):
+        with pytest.raises(TripFileError, match=r"^cut\.csv: the compressed data is damaged"):
+            reader(cut, source="cut.csv")
+    with pytest.raises(TripFileError, match=r"^cut\.csv: the compressed data is damaged"):
+        check_expansion(cut, name="cut.csv")
+    # Several streams one after the other are one file, as gzip and bzip2 write them.
+    if compress != "xz":
+        compressor = {"gzip": gzip.compress, "bz2": bz2.compress}[compress]
+        two = compressor(text[:1000]) + compressor(text[1000:])
+        assert read_trips(two)[1].n_input == 60_000
+        assert check_expansion(two) == len(text)
+
+
 def test_limits_are_checked():
     with pytest.raises(ValueError, match="max_columns must be a positive integer"):
         ReadLimits(max_columns=0)
@@ -444,9 +464,9 @@ def test_inspect_reads_only_the_rows_it_shows(tmp_path):
 
 @pytest.fixture
 def tiny_model_dir(tiny_home):
-    from vrvm.trips.home import model_store
+    from vrvm.trips.home import Home
 
-    return model_store(tiny_home).active_path()
+    return Home(tiny_home).models.active_path()
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".parquet", "-"])

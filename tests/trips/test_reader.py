@@ -6,7 +6,6 @@ import gzip
 import io
 import json
 import pickle
-import time
 import zipfile
 from pathlib import Path
 
@@ -752,15 +751,11 @@ def test_clean_trips_is_idempotent_on_read_output(tmp_path):
 
 def test_real_chicago_sample(shared_data):
     path = shared_data("chicago_taxi_trips.csv")
-    read_trips(path)  # warm-up: imports and first-call costs are not what we measure
-    started = time.perf_counter()
+    # its time (0.07 s) is measured by benchmarks/bench_read_memory.py, not asserted here
     trips, report = read_trips(path)
-    elapsed = time.perf_counter() - started
-    print(f"\nread_trips on the Chicago sample: {elapsed * 1000:.0f} ms")
     print(report.summary())
     print(report.to_frame().to_string())
 
-    assert elapsed < 1.0
     assert report.n_input == 15_002
     assert_consistent(report)
     assert_canonical(trips)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vrvm.trips.home import heal_home, save_training_trips
+from vrvm.trips.home import Home
 from vrvm.trips.store.trip_table import TripTable, write_trips
 from vrvm.trips.synthetic import synthetic_city
 
@@ -129,7 +129,7 @@ def test_a_cache_that_cannot_be_written_is_computed_each_time(trips, tmp_path):
 
 
 def test_a_crashed_derivation_is_cleaned_up_when_the_home_is_healed(tmp_path, trips):
-    kept = save_training_trips(tmp_path, trips)
+    kept = Home(tmp_path).save_training_trips(trips)
     derived = kept.with_suffix(".derived")
     derived.mkdir()
     leftover = derived / ".tmp-hexagons.parquet.x1"
@@ -137,7 +137,7 @@ def test_a_crashed_derivation_is_cleaned_up_when_the_home_is_healed(tmp_path, tr
     old = time.time() - 3600
     os.utime(leftover, (old, old))
     (derived / "area.json").write_text("{}")
-    repairs = heal_home(tmp_path)
+    repairs = Home(tmp_path).heal()
     assert not leftover.exists() and (derived / "area.json").exists()
     assert any(".tmp-hexagons" in r for r in repairs)
     assert TripTable.open(kept).n_groups == 1  # 5000 trips: one row group of 65,536

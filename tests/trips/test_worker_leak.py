@@ -19,34 +19,42 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"),
-    reason="parent-death tests need Linux process semantics (prctl, /proc via psutil)",
-)
+pytestmark = [
+    pytest.mark.slow_process,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"),
+        reason="parent-death tests need Linux process semantics (prctl, /proc via psutil)",
+    ),
+]
 psutil = pytest.importorskip("psutil", reason="psutil (installed with vrvm[dask]) lists processes")
 
-from tools.processes import TOKEN_ENV, tagged  # noqa: E402 (after the skip for psutil)
+from tests._waiting import START_S, wait_until  # noqa: E402 (after the skip for psutil)
+from tools.processes import TOKEN_ENV, tagged  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 N_JOBS = 2
-# imports and data before the first worker or fit: 90 s was too short at load 12-14
-START_TIMEOUT_S = 300.0
 # The watchdog polls every 0.5 s, but a worker's watchdog starts only once Python and
-# joblib are loaded (0.3 s idle; at load 11 on two cores 3-10 s, BENCHMARKS.md, issue 32)
-GONE_TIMEOUT_S = 30.0
-POLL_S = 0.05
+# joblib are loaded (0.3 s idle; at load 11 on two cores 3-10 s, BENCHMARKS.md, issue 32).
+# How fast orphans go is measured by benchmarks/bench_worker_leak.py; this deadline only
+# bounds a failure, and stays well under loky's idle timeout (300 s), which would end
+# an idle orphan without any watchdog.
+GONE_S = 90.0
 
-# Busy for about 20 s on two cores. Fixed widths: the kills land while members are fit
-# (with "auto", the first seconds are the width selection, tested on its own below).
+# Busy for about 20 s on two cores, printing "members k/4" as members complete. Fixed
+# widths: the workers start on the members at once (with "auto", they first select the
+# widths, tested on its own below).
 LIBRARY_PARENT = """
 import vrvm
 from vrvm.trips.synthetic import synthetic_city
 model = vrvm.TravelTimeModel(
     n_members=4, n_jobs={n_jobs}, random_state=0, kernel_widths={widths}
 )
-model.fit(synthetic_city({n_trips}, seed=0))
+def report(done, total, elapsed_s, phase):
+    print(f"{{phase}} {{done}}/{{total}}", flush=True)
+model.fit(synthetic_city({n_trips}, seed=0), progress=report)
 print("fitted", flush=True)
 """
+FIRST_MEMBER = "members 1/4"  # three members are still being fitted
 FIXED_WIDTHS = "[1.0, 2.0]"
 
 # Trains in a thread that then ends, as the dashboard trains in a Streamlit script
@@ -103,40 +111,41 @@ class Parent:
     def descendants(self) -> list:
         return [p for p in tagged(self.token) if p.pid != self.proc.pid]
 
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def workers(self) -> list:
+        return [p for p in self.descendants() if _is_worker(p)]
+
     def wait_for_workers(self, n: int = N_JOBS) -> list:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"parent exited ({self.proc.returncode}):\n{self.log.read_text()}")
-            workers = [p for p in self.descendants() if _is_worker(p)]
-            if len(workers) >= n:
-                return workers
-            time.sleep(POLL_S)
-        pytest.fail(f"no {n} loky workers within {START_TIMEOUT_S:g} s")
+        return wait_until(
+            lambda: len(workers := self.workers()) >= n and workers,
+            START_S,
+            f"{n} loky workers of the parent",
+            process=self.proc,
+            details=self.output,
+        )
 
     def wait_for_output(self, text: str, count: int = 1) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.log.read_text().count(text) >= count:
-                return
-            if self.proc.poll() is not None:
-                pytest.fail(f"parent exited ({self.proc.returncode}):\n{self.log.read_text()}")
-            time.sleep(POLL_S)
-        pytest.fail(f"parent did not print {text!r} {count} times in {START_TIMEOUT_S:g} s")
+        wait_until(
+            lambda: self.output().count(text) >= count,
+            START_S,
+            f"the parent printing {text!r} {count} times",
+            process=self.proc,
+            details=self.output,
+        )
 
     def kill_and_wait_until_alone(self, signum: int = signal.SIGKILL) -> float:
         """Signal the parent; the seconds until none of its processes is left."""
         assert self.descendants(), "nothing to leave behind: the test would prove nothing"
         os.kill(self.proc.pid, signum)
-        self.proc.wait(timeout=30)
+        self.proc.wait(timeout=60)
         killed = time.monotonic()
-        left = self.descendants()
-        while left and time.monotonic() - killed < GONE_TIMEOUT_S:
-            time.sleep(POLL_S)
-            left = self.descendants()
-        assert not left, (
-            f"{len(left)} processes outlived their parent by {GONE_TIMEOUT_S:g} s:\n"
-            + "\n".join(_describe(left))
+        wait_until(
+            lambda: not self.descendants(),
+            GONE_S,
+            "no process of the killed parent left",
+            details=lambda: "\n".join(_describe(self.descendants())),
         )
         return time.monotonic() - killed
 
@@ -272,32 +281,35 @@ def test_sigkill_while_workers_import_leaves_no_process(parent, tmp_path):
         watched_parallel({N_JOBS})(delayed(slow_import_task.task)() for _ in range({N_JOBS}))
         """
     p = parent([sys.executable, "-c", textwrap.dedent(code)])
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while len(list(marks.iterdir())) < N_JOBS and time.monotonic() < deadline:
-        if p.proc.poll() is not None:
-            pytest.fail(f"parent exited ({p.proc.returncode}):\n{p.log.read_text()}")
-        time.sleep(POLL_S)
-    assert len(list(marks.iterdir())) == N_JOBS, "the workers did not start importing"
+    wait_until(
+        lambda: len(list(marks.iterdir())) >= N_JOBS,
+        START_S,
+        f"{N_JOBS} workers importing the module of their task",
+        process=p.proc,
+        details=p.output,
+    )
     p.kill_and_wait_until_alone(signal.SIGKILL)
 
 
 # ---------------------------------------------------------------------- real training
 
 
-@pytest.mark.parametrize("delay_s", [0.5, 1.5, 3.0])
-def test_sigkill_mid_training_leaves_no_process(parent, delay_s):
-    # at 0.5 s the workers are still importing (the initializer may not have run yet),
-    # later they are fitting members
+@pytest.mark.parametrize("stage", ["workers-starting", "members-being-fitted"])
+def test_sigkill_mid_training_leaves_no_process(parent, stage):
+    # as soon as the workers exist they are still starting (the initializer may not have
+    # run yet, vrvm is being imported); once a member is reported, the others are being
+    # fitted
     p = parent(_python(LIBRARY_PARENT))
     p.wait_for_workers()
-    time.sleep(delay_s)
+    if stage == "members-being-fitted":
+        p.wait_for_output(FIRST_MEMBER)
     p.kill_and_wait_until_alone(signal.SIGKILL)
 
 
 def test_sigterm_mid_training_leaves_no_process(parent):
     p = parent(_python(LIBRARY_PARENT))
-    p.wait_for_workers()
-    time.sleep(1.5)
+    p.wait_for_output(FIRST_MEMBER)
+    assert "fitted" not in p.output()  # the kill lands mid-fit
     p.kill_and_wait_until_alone(signal.SIGTERM)
 
 
@@ -327,10 +339,11 @@ def test_idle_workers_of_a_thread_are_reused_and_die_with_the_parent(parent):
 
 def test_sigkill_during_width_selection_leaves_no_process(parent):
     # the first workers of an "auto" fit score candidate widths for several seconds
+    # before any member is fitted: killed once they exist, before a member is reported
     p = parent(_python(LIBRARY_PARENT, widths="'auto'"))
     p.wait_for_workers()
-    time.sleep(1.0)
     p.kill_and_wait_until_alone(signal.SIGKILL)
+    assert FIRST_MEMBER not in p.output(), "the kill came after the width selection"
 
 
 def test_width_selection_and_members_share_the_workers(parent):
@@ -338,11 +351,10 @@ def test_width_selection_and_members_share_the_workers(parent):
     # calls pass the same initializer; otherwise every fit spawns its workers twice.
     p = parent(_python(LIBRARY_PARENT, widths="'auto'", n_trips=4000))
     seen: set[int] = set()
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while "fitted" not in p.log.read_text() and time.monotonic() < deadline:
-        if p.proc.poll() is not None:
-            pytest.fail(f"parent exited ({p.proc.returncode}):\n{p.log.read_text()}")
-        seen |= {w.pid for w in p.descendants() if _is_worker(w)}
-        time.sleep(POLL_S)
-    assert "fitted" in p.log.read_text(), f"no fit within {START_TIMEOUT_S:g} s"
+
+    def fitted() -> bool:
+        seen.update(w.pid for w in p.workers())
+        return "fitted" in p.output()
+
+    wait_until(fitted, START_S, "the fit to end", process=p.proc, details=p.output)
     assert len(seen) == N_JOBS, f"{len(seen)} workers started for one fit"

@@ -9,7 +9,7 @@ waiting* (up to ``max_trips`` trips), answers it with one
 :func:`~vrvm.services.answers.summaries.trip_summaries` call, and hands each request its rows.
 While a batch runs the next one gathers, so batches grow with the load and a lone
 request waits for nothing (no timer). The batch runs on one BLAS thread
-(:func:`vrvm.engine._blas.single_threaded_blas`: its products are small).
+(:func:`vrvm.engine.single_threaded_blas`: its products are small).
 
 A batch answers with one model snapshot (:meth:`LiveModel.current`), which it returns
 with each request's rows, so an answer always names the model that computed it, even

@@ -9,6 +9,10 @@ answer states (``time_zone``). A number (``1462262400``, ``"-1"``) is refused ra
 than read as a Unix time, and so is a time outside the supported range of departures
 (:mod:`vrvm.trips.files.time_range`: 1970-01-01 to 2100-01-01 UTC). Fields may be added to
 the answers; none is removed.
+
+Every answer is one of the models at the end of this module, validated when the handler
+builds it: a field missing, unknown or of the wrong type, or a number that is not
+finite, is answered 500 rather than sent (:mod:`vrvm.api.app`).
 """
 
 from __future__ import annotations
@@ -16,25 +20,57 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+    with_config,
+)
+from typing_extensions import TypedDict  # extra_items (PEP 728); pydantic needs it < 3.12
 
 from vrvm.trips.files.time_range import check_departure
 
 __all__ = [
     "MAX_LEVELS",
+    "ActiveModel",
     "BaseIn",
+    "Cell",
+    "CoverageMap",
     "CoverageRequest",
     "Departure",
+    "Feature",
+    "FeatureCollection",
+    "Geometry",
+    "Health",
+    "IsochroneMap",
+    "Label",
+    "MatrixLong",
+    "MatrixNested",
+    "MatrixPair",
     "MatrixRequest",
+    "MatrixResponse",
     "ModelRef",
+    "ModelsResponse",
+    "NotReady",
     "PointIn",
     "PredictRequest",
     "PredictResponse",
+    "Problem",
+    "ReachMap",
+    "ReachOrigin",
+    "Ready",
     "Support",
     "TripIn",
     "TripResult",
+    "VersionRecord",
+    "Zone",
+    "ZoneCount",
+    "ZonesResponse",
 ]
 
 _STRICT = ConfigDict(extra="forbid")
@@ -234,8 +270,44 @@ class CoverageRequest(BaseModel):
     within_s: float = Field(..., gt=0, lt=7 * 86400, description="The time T in seconds.")
 
 
+# ---------------------------------------------------------------------------- answers
+# Every handler returns one of these, so every answer is checked before it is sent: a
+# missing or unknown field, a wrong type or a value that is not finite is the server's
+# fault, answered 500 (never a malformed 200), and the error names no value of the answer
+# (``hide_input_in_errors``: answers hold the request's places and times).
+
+_ANSWER = ConfigDict(extra="forbid", allow_inf_nan=False, hide_input_in_errors=True)
+
+Label = str | int
+"""A matrix point's label: its name, else its zone id, else its position in the list
+(an integer when no point of the list has a name or a zone, text otherwise)."""
+
+Cell = float | int | bool | None
+"""A matrix value: seconds or a probability (null when not finite), a trip count, or
+the ``thin`` flag. Float first: most values are floats, and pydantic tries the members in
+order (bool first took four times as long); an int or a bool still keeps its type."""
+
+
+class Problem(BaseModel):
+    """An error that is not about one field (401, 413, 500, 503); never echoes the request."""
+
+    model_config = _ANSWER
+
+    detail: str
+
+
+class Health(BaseModel):
+    """The process answers."""
+
+    model_config = _ANSWER
+
+    status: Literal["ok"]
+
+
 class ModelRef(BaseModel):
     """Which model answered."""
+
+    model_config = _ANSWER
 
     name: str
     version: int | None = Field(None, description="Store version; null for a model directory.")
@@ -243,8 +315,103 @@ class ModelRef(BaseModel):
     time_zone: str
 
 
+class Ready(BaseModel):
+    """A model is loaded and answers."""
+
+    model_config = _ANSWER
+
+    status: Literal["ready"]
+    model: ModelRef
+    warning: str | None = Field(
+        None,
+        description="Why a newer version could not be loaded (the one named answers); "
+        "absent when there is nothing to report.",
+    )
+
+
+class NotReady(BaseModel):
+    """No model answers yet (status 503)."""
+
+    model_config = _ANSWER
+
+    status: Literal["not ready"]
+    reason: str
+
+
+class VersionRecord(BaseModel):
+    """One version of the data home's model store."""
+
+    model_config = _ANSWER
+
+    version: int
+    name: str
+    active: bool = Field(description="The version that answers requests.")
+    state: str = Field(description="The version's state in the store (e.g. active, ready).")
+    created: str = Field(description="When it was published, ISO 8601 (UTC).")
+    kind: str = Field(description="How it was made (demo, train, update, ...).")
+    parent: int | None = Field(description="The version it was updated from.")
+    trips: int | None = Field(description="Training trips.")
+    members: int | None = Field(description="Ensemble members.")
+    metrics: dict[str, float] = Field(
+        description="Held-out scores when measured: crps_s, mae_s (seconds), coverage_90."
+    )
+    synthetic: bool
+    data: str = Field(description="What it was trained on (file names, no folders).")
+
+
+class ModelsResponse(BaseModel):
+    """The model answering now and every version of the home's store (newest first)."""
+
+    model_config = _ANSWER
+
+    serving: ModelRef
+    versions: list[VersionRecord] = Field(description="Empty when serving a model directory.")
+
+
+class ZoneCount(BaseModel):
+    """The served zones: their kind (hexagons or a planner's polygons) and how many."""
+
+    model_config = _ANSWER
+
+    kind: str
+    count: int
+
+
+class ActiveModel(ModelRef):
+    """The model answering now, described."""
+
+    trained_on: str = Field(description="Its training data in one line (no paths).")
+    n_members: int
+    relevance_vectors: int = Field(description="Relevance vectors over all members.")
+    zones: ZoneCount
+
+
+class Zone(BaseModel):
+    """A zone of the served model: its id (for ``{"zone": ID}``), label and point."""
+
+    model_config = _ANSWER
+
+    zone: str
+    label: str
+    lat: float
+    lon: float
+    trip_ends: int = Field(description="Training trips starting or ending in the zone.")
+
+
+class ZonesResponse(BaseModel):
+    """The served model's zones."""
+
+    model_config = _ANSWER
+
+    model: ModelRef
+    kind: str
+    zones: list[Zone]
+
+
 class Support(BaseModel):
     """Training trips behind an answer (from near the origin to near the destination)."""
+
+    model_config = _ANSWER
 
     trips: int
     trips_at_time: int = Field(description="Those within an hour of the departure's time of day.")
@@ -254,24 +421,156 @@ class Support(BaseModel):
 class TripResult(BaseModel):
     """One trip's travel-time distribution, summarised (seconds)."""
 
+    model_config = _ANSWER
+
     depart: str = Field(description="The departure used, ISO 8601 in the model's time zone.")
     mean_s: float
     median_s: float
     quantiles_s: dict[str, float] = Field(description="Quantile level -> seconds.")
     prob_within: dict[str, float] = Field(description="Seconds t -> P(T <= t).")
+    origin_zone: str | None = None
+    destination_zone: str | None = None
     free_flow_s: float | None = None
     p95_s: float | None = None
     planning_time_index: float | None = None
     buffer_index: float | None = None
     misery_index: float | None = None
     support: Support | None = None
-    origin_zone: str | None = None
-    destination_zone: str | None = None
 
 
 class PredictResponse(BaseModel):
     """The answers, one per trip in the order asked."""
 
+    model_config = _ANSWER
+
     model: ModelRef
     time_zone: str
     results: list[TripResult]
+
+
+# a dict rather than a model: a matrix has up to --max-pairs of them, and validating
+# 10,000 dicts takes a fifth of the time of building 10,000 model objects (8 ms, 40 ms)
+@with_config(ConfigDict(allow_inf_nan=False, hide_input_in_errors=True))
+class MatrixPair(TypedDict, extra_items=Cell):
+    """One origin-destination pair of a matrix (``layout: "long"``).
+
+    Besides the fields below, the columns asked for: ``q<q>_s`` per quantile,
+    ``p_within_<t>s`` per threshold, the index columns (``free_flow_s``, ``p95_s``,
+    ``planning_time_index``, ``buffer_index``, ``misery_index``) and the support columns
+    (``support_trips``, ``support_trips_at_time``, ``thin``).
+    """
+
+    origin: Label
+    destination: Label
+    mean_s: float | None
+    median_s: float | None
+
+
+class _MatrixHead(BaseModel):
+    model_config = _ANSWER
+
+    model: ModelRef
+    time_zone: str
+    depart: str = Field(description="The departure of every pair, ISO 8601 in the model's zone.")
+    n_origins: int
+    n_destinations: int
+
+
+class MatrixLong(_MatrixHead):
+    """The matrix as one record per pair, origin by origin (destinations in the order given)."""
+
+    layout: Literal["long"]
+    pairs: list[MatrixPair]
+
+
+class MatrixNested(_MatrixHead):
+    """The matrix per field: a list per origin of the values per destination."""
+
+    layout: Literal["nested"]
+    origins: list[Label]
+    destinations: list[Label]
+    values: dict[str, list[list[Cell]]] = Field(
+        description="Field (mean_s, median_s, q<q>_s, ...) -> origins x destinations."
+    )
+
+
+MatrixResponse = Annotated[MatrixLong | MatrixNested, Field(discriminator="layout")]
+"""A matrix answered as JSON, in the layout asked for."""
+
+
+class Geometry(BaseModel):
+    """A GeoJSON geometry (RFC 7946), longitude before latitude, in degrees."""
+
+    model_config = _ANSWER
+
+    type: Literal["Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon"]
+    coordinates: list = Field(description="Positions [lon, lat], nested as the type says.")
+
+
+class Feature(BaseModel):
+    """A GeoJSON feature: a zone, a region or a base, with what is known of it."""
+
+    model_config = _ANSWER
+
+    type: Literal["Feature"]
+    properties: dict[str, Any]
+    geometry: Geometry
+
+
+class FeatureCollection(BaseModel):
+    """A GeoJSON FeatureCollection."""
+
+    model_config = _ANSWER
+
+    type: Literal["FeatureCollection"]
+    features: list[Feature]
+
+
+class ReachOrigin(BaseModel):
+    """The origin of a reach map: where its trips start."""
+
+    model_config = _ANSWER
+
+    lat: float
+    lon: float
+    label: str
+
+
+class ReachMap(FeatureCollection):
+    """The reach map: one polygon per zone with ``median_min``, ``lower80_min``,
+    ``upper80_min``, ``p_within_<T>min``, ``support_trips``, ``support_trips_at_time`` and
+    ``thin`` (and the zone's ``zone``, ``label``, ``lat``, ``lon``)."""
+
+    origin: ReachOrigin
+    departure: str = Field(description="ISO 8601 in the model's time zone.")
+    threshold_min: float
+    synthetic: bool
+    model: ModelRef
+    time_zone: str
+
+
+class IsochroneMap(FeatureCollection):
+    """Probability isochrones: one MultiPolygon per level p, in increasing p, with ``p``,
+    ``definition``, ``n_zones``, ``zones`` (their ids) and ``area_km2``."""
+
+    direction: Literal["from", "to"]
+    departure: str = Field(description="ISO 8601 in the model's time zone.")
+    within_s: float
+    synthetic: bool
+    model: ModelRef
+    time_zone: str
+
+
+class CoverageMap(FeatureCollection):
+    """Fleet coverage: one polygon per zone with ``best_base``,
+    ``p_best_base_within_<T>min``, ``p_any_base_within_<T>min`` and ``demand``."""
+
+    bases: FeatureCollection = Field(
+        description="The bases as points, with their share of demand and p_best_served."
+    )
+    departure: str = Field(description="ISO 8601 in the model's time zone.")
+    threshold_min: float
+    definitions: dict[str, str] = Field(description="Both probabilities, in words.")
+    synthetic: bool
+    model: ModelRef
+    time_zone: str

@@ -85,9 +85,14 @@ from vrvm.services.analyst.area_check import check_same_area
 from vrvm.services.analyst.demo import demo_predictions
 from vrvm.services.answers.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
 from vrvm.services.display.progress import format_seconds
-from vrvm.services.versions.models import audit_of, model_name, store_versions_table
+from vrvm.services.versions.models import (
+    activate_version,
+    model_name,
+    store_versions_table,
+    update_active_version,
+)
 from vrvm.trips.files.reader import read_trips
-from vrvm.trips.home import MODELS_DIR, audit_log, load_training_trips, read_only_reason
+from vrvm.trips.home import MODELS_DIR, Home
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.settings import KEEP_VERSIONS_ENV, keep_versions
 from vrvm.trips.store.durable import StorageError, StoreBusyError, refuse_writes, storage_error
@@ -133,8 +138,8 @@ def _open_store(root: Path, wait_s: float | None) -> ModelStore:
     written at all: what would be repaired is logged instead, and any later write
     this process tries there is refused with the reason."""
     home = home_of(root)
-    store = ModelStore(root, keep_last=keep_versions(), wait_s=wait_s, audit_log=audit_log(home))
-    reason = read_only_reason(home)
+    store = ModelStore(root, keep_last=keep_versions(), wait_s=wait_s, audit_log=Home(home).audit)
+    reason = Home(home).read_only_reason()
     if reason is None:
         store.heal()
         return store
@@ -161,16 +166,12 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
         elapsed = _update(model, trips, args, training=None)
         where = str(model.save(args.out or target))
     else:
-        store = _open_store(root, args.wait)
-        # Read the active version, update it and publish on it as one step: a concurrent
-        # update waits for the lock (or gives up with "busy"), so updates chain.
-        with store.lock():
-            parent = store.active_version()
-            if parent is None:
-                raise ValueError(f"{root}: the model store has no active version to update")
-            model = TravelTimeModel.load(store.path(parent))
-            elapsed = _update(model, trips, args, training=load_training_trips(root.parent, model))
-            info = {
+        home = home_of(root)
+
+        def update(model: TravelTimeModel) -> dict:
+            nonlocal elapsed
+            elapsed = _update(model, trips, args, training=Home(home).load_training_trips(model))
+            return {
                 "kind": "update",
                 "data": {
                     "source": Path(args.trips).name,
@@ -178,26 +179,15 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
                     "sha256": trips_sha256(trips),
                     "dropped": report.dropped,
                 },
+                "n_trips": len(trips),
                 "forgetting": args.forgetting,
                 "assign": args.assign,
-                "name": model_name(model),
-                "published_by": f"{cli_access().who} (os)",
             }
-            audit = audit_of(
-                cli_access(),
-                name=info["name"],
-                kind="update",
-                parent=parent,
-                trips=len(trips),
-                file=Path(args.trips).name,
-            )
-            version = store.add(
-                lambda path: model.save(path),
-                info=info,
-                parent=parent,
-                expect_active=parent,
-                audit=audit,
-            )
+
+        elapsed = 0.0
+        version, parent, model = update_active_version(
+            home, update, by=cli_access(), store=_open_store(root, args.wait)
+        )
         where = f"version {version} of {root} (parent {parent}), now active"
     stdout.write(
         f"updated {len(model.members_)} members with {len(trips):,} trips in "
@@ -227,7 +217,7 @@ def _cmd_versions(args, stdout: IO[str], stderr: IO[str]) -> int:
         )
     store = _open_store(root, args.wait)
     if args.activate is not None:
-        store.activate(args.activate, audit=audit_of(cli_access()))
+        activate_version(home_of(root), args.activate, by=cli_access(), store=store)
         stderr.write(f"version {args.activate} of {root} is active (activated by hand)\n")
     if args.lineage is not None:
         chain = store.lineage(None if args.lineage == 0 else args.lineage)

@@ -17,7 +17,7 @@ from typing import IO
 from vrvm.services.access.policy import cli_access, hash_passphrase, home_of, record
 from vrvm.services.access.settings import PASSPHRASE_HASH_ENV
 from vrvm.services.versions.model_export import export_model, snapped_copy
-from vrvm.trips.home import MODELS_DIR, audit_log, heal_home, model_store
+from vrvm.trips.home import MODELS_DIR, Home
 from vrvm.trips.model.snapping import DEFAULT_MAX_COST
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.store.model_store import VERSIONS_DIR
@@ -100,8 +100,8 @@ def _cmd_audit(args, stdout: IO[str], stderr: IO[str]) -> int:
     found = _home(Path(args.home))
     home = found or Path(args.home)
     if found is not None:  # a crash's missing entries are written first (not read-only)
-        heal_home(found)
-    log = audit_log(home)
+        Home(found).heal()
+    log = Home(home).audit
     entries = log.entries(last=args.last)
     if args.json:
         stdout.write(json.dumps(entries, indent=2, ensure_ascii=False) + "\n")
@@ -130,7 +130,7 @@ def _cmd_audit(args, stdout: IO[str], stderr: IO[str]) -> int:
             "was changed, inserted or removed there\n"
         )
         return 1
-    missing = [] if found is None else model_store(found).unaudited_versions()
+    missing = [] if found is None else Home(found).models.unaudited_versions()
     for version in missing:
         stderr.write(f"vrvm: warning: version {version} has no publish entry in {log.path}\n")
     return 1 if missing else 0

@@ -416,7 +416,7 @@ class _Predictions:
         """The tables in file order, predicted by :data:`PREDICT_THREADS` threads.
 
         This thread reads batch i + 1 and writes batch i - 1 (between the yields) while
-        the threads predict (:func:`vrvm.engine._blas.in_threads`, BLAS on one
+        the threads predict (:func:`vrvm.engine.in_threads`, BLAS on one
         thread); at most ``PREDICT_THREADS + 1`` batches are held.
         """
         self._report(0, self.total_rows)

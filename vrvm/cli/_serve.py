@@ -27,7 +27,7 @@ from vrvm.services.access.settings import API_TOKEN_ENV as TOKEN_ENV
 from vrvm.services.access.settings import api_token
 from vrvm.services.analyst import demo
 from vrvm.services.versions.models import active_model_path, data_home
-from vrvm.trips.home import READ_ONLY_ENV, read_only_reason
+from vrvm.trips.home import READ_ONLY_ENV, Home
 
 __all__ = ["add_parser", "cmd_serve"]
 
@@ -132,7 +132,7 @@ def _loopback(host: str) -> bool:
 def _ensure_model(home: Path, stderr: IO[str], quiet: bool) -> None:
     """A home without a model gets the demo model first (as the dashboard's first start);
     a read-only one is served as it is (said on stderr)."""
-    reason = read_only_reason(home)
+    reason = Home(home).read_only_reason()
     if reason is not None and not quiet:
         stderr.write(f"vrvm serve: {home} is served read-only ({reason}): nothing is written\n")
     if active_model_path(home) is not None:

@@ -199,7 +199,8 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self.tol = tol
 
     # ------------------------------------------------------------------ validation
-    def _validate_params(self) -> None:
+    def validate_params(self) -> None:
+        """Check every parameter as :meth:`fit` does, without fitting (ValueError names it)."""
         check_params(self, _PARAMETER_CONSTRAINTS)
         if self.learn_noise and self.beta is not None:
             raise ValueError(
@@ -362,7 +363,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         -------
         self : BayesianLinearRegression
         """
-        self._validate_params()
+        self.validate_params()
         for attr in ("posterior_", "feature_names_in_", "n_features_in_"):
             self.__dict__.pop(attr, None)
         X = self._matrix(X, first=True)
@@ -426,7 +427,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         y : float
         """
         if not self._is_fitted():
-            self._validate_params()
+            self.validate_params()
             row = self._row_from_dict(x, first=True)
             target = as_targets(y, 1)
             self._start(row.shape[1])  # raises when evidence maximisation needs a batch
@@ -463,7 +464,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             Phi = self._design(self._row_from_dict(x, first=False))
             dist = self._dist(Phi, self.posterior_, self._beta)
         else:
-            self._validate_params()
+            self.validate_params()
             if self._maximises_evidence:
                 self._check_fitted()
             row = self._row_from_dict(x, first=True)

@@ -19,7 +19,7 @@ from vrvm.engine.kernels import (
     sufficient_statistics,
     width_grid,
 )
-from vrvm.engine.predictor import CoreFit
+from vrvm.engine.predictor import CoreFit, Predictor
 from vrvm.engine.validation import (
     FORGETTING,
     SEED,
@@ -284,8 +284,23 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
-    def _validate_params(self):
+    def validate_params(self) -> None:
+        """Check every parameter as :meth:`fit` does, without fitting.
+
+        Raises
+        ------
+        ValueError
+            Naming the parameter and the values it allows.
+        """
         check_params(self, _PARAMETER_CONSTRAINTS)
+
+    @property
+    def predictor_(self) -> Predictor:
+        """The fitted member's compact predictive model
+        (:class:`~vrvm.engine.predictor.Predictor`): what an ensemble evaluates for many
+        members side by side."""
+        check_is_fitted(self, "_predictor")
+        return self._predictor
 
     @staticmethod
     def _as_matrix(value, name: str, n_rows: int | None = None) -> np.ndarray:
@@ -442,7 +457,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         -------
         self : VRVMRegressor
         """
-        self._validate_params()
+        self.validate_params()
         X = self._as_matrix(X, "X")
         y = as_targets(y, X.shape[0])
         if X.shape[0] < 3:
@@ -637,7 +652,7 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         return restore_state(cls, meta, arrays)
 
     # ------------------------------------------------------------------ online updates
-    def partial_fit(self, X, y, linear=None, *, forgetting: float = 1.0):
+    def partial_fit(self, X, y, linear=None, *, forgetting: float = 1.0, check_input: bool = True):
         """Update the fitted posterior with new observations (sequential Bayesian learning).
 
         The basis (the surviving relevance vectors) and every alpha_k are held fixed at
@@ -662,6 +677,10 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
             (precision, its mean term and the gamma parameters) is multiplied by
             ``forgetting``, so a row seen ``k`` rows ago has weight ``forgetting**k``
             (effective memory about 1 / (1 - forgetting) rows). 1 forgets nothing.
+        check_input : bool, default=True
+            Whether to check and convert the inputs (as scikit-learn's trees do). An
+            ensemble that has checked them once passes False: float64 arrays of the
+            right shapes and a valid ``forgetting`` are then the caller's promise.
 
         Returns
         -------
@@ -676,9 +695,10 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         >>> m.n_updates_
         20
         """
-        X, linear = self._check_predict_input(X, linear)
-        y = as_targets(y, X.shape[0])
-        check_params(self, {"forgetting": FORGETTING}, values={"forgetting": forgetting})
+        if check_input:
+            X, linear = self._check_predict_input(X, linear)
+            y = as_targets(y, X.shape[0])
+            check_params(self, {"forgetting": FORGETTING}, values={"forgetting": forgetting})
         return self._update(X, y, linear, forgetting)
 
     def _update(self, X, y, linear, forgetting: float):

@@ -578,7 +578,7 @@ def fit_fast(
     an ever worse conditioned state.
 
     The steps are small products (K x M at most), so BLAS runs on one thread
-    here (:func:`vrvm.engine._blas.single_threaded_blas`): waking a second thread for each
+    here (:func:`vrvm.engine.single_threaded_blas`): waking a second thread for each
     of them cost three times the work itself.
     """
     n_cols = stats.h.size

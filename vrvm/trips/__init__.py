@@ -25,6 +25,7 @@ from vrvm.trips.files.reader import (
     read_trips,
 )
 from vrvm.trips.files.recipes import ReadOptions, RecipeBook
+from vrvm.trips.home import Home
 from vrvm.trips.model.features import TripFeaturizer, raw_distance_km
 from vrvm.trips.model.split import split_holdout
 from vrvm.trips.model.travel_time import TravelTimeModel
@@ -62,6 +63,7 @@ __all__ = [
     "CleaningConfig",
     "CleaningReport",
     "FormatMismatchError",
+    "Home",
     "LocalProjection",
     "ModelFormatError",
     "ModelManifest",

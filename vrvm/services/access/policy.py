@@ -53,7 +53,7 @@ from vrvm.services.access.settings import (
     private_min_trips,
     private_mode,
 )
-from vrvm.trips.home import MODELS_DIR, audit_log
+from vrvm.trips.home import MODELS_DIR, Home
 
 __all__ = [
     "ANALYST",
@@ -215,14 +215,14 @@ def record(home: str | os.PathLike[str], by: Access | None, action: str, **detai
     """
     by = library_access() if by is None else by
     try:
-        audit_log(home).append(action, who=by.who, how=by.how, via=by.via, **details)
+        Home(home).audit.append(action, who=by.who, how=by.how, via=by.via, **details)
     except OSError as exc:
         logger.error("audit log of %s not written (%s by %s): %s", home, action, by.who, exc)
 
 
 def audit_entries(home: str | os.PathLike[str], *, last: int | None = None) -> list[dict]:
     """The home's audit log entries, oldest first (the ``last`` ones when given)."""
-    return audit_log(home).entries(last=last)
+    return Home(home).audit.entries(last=last)
 
 
 # --------------------------------------------------------------------------- passphrase

@@ -233,7 +233,7 @@ def check_same_area(
     trips : pandas.DataFrame
         Trips with ``origin_lat``, ``origin_lon``, ``dest_lat`` and ``dest_lon``.
     training_trips : pandas.DataFrame or TripTable, optional
-        The model's training trips (:func:`vrvm.services.versions.models.training_trip_table`):
+        The model's training trips (:meth:`vrvm.trips.home.Home.training_trip_table`):
         a finer area (H3 cells) than the bounding box, which also covers the empty
         corners between a city's arms.
     min_share : float, default=:data:`MIN_SHARE_INSIDE`

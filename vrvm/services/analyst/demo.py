@@ -24,8 +24,8 @@ import pandas as pd
 
 from vrvm.services.access.policy import ANALYST, Access
 from vrvm.services.analyst.retrain import parse_widths
-from vrvm.services.versions.models import SYNTHETIC_MODEL_NAME, audit_of, compact_metrics
-from vrvm.trips.home import HOME_ENV, first_start_lock, model_store, save_training_trips
+from vrvm.services.versions.models import SYNTHETIC_MODEL_NAME, activate_version, publish_model
+from vrvm.trips.home import HOME_ENV, Home
 from vrvm.trips.model.travel_time import ProgressCallback, TravelTimeModel
 from vrvm.trips.places.geo import haversine_km
 from vrvm.trips.settings import env_int
@@ -167,17 +167,17 @@ def _ensure_demo_model(
     progress: ProgressCallback | None,
     stage: Callable[[str], Any] | None,
 ) -> tuple[int, bool]:
-    store = model_store(home)
+    store = Home(home).models
     active = store.active_version()
     if active is not None:
         return active, False
-    with first_start_lock(home):
+    with Home(home).first_start_lock():
         active = store.active_version()  # another session may have finished meanwhile
         if active is not None:
             return active, False
         latest = store.latest_version()
         if latest is not None:
-            store.activate(latest, how="first start: latest version")
+            activate_version(home, latest, by=FIRST_START, how="first start: latest version")
             return latest, False
         say = stage or (lambda _message: None)
         say(f"Generating {settings.n_trips:,} synthetic trips in Synthetica (synthetic city)")
@@ -188,7 +188,6 @@ def _ensure_demo_model(
         model.fit(trips, progress=progress)
         say("Scoring on independent synthetic trips and saving")
         metrics = model.evaluate(holdout)
-        save_training_trips(home, trips)
         info = {
             "name": SYNTHETIC_MODEL_NAME,
             "kind": "demo",
@@ -197,13 +196,9 @@ def _ensure_demo_model(
             "n_trips": len(trips),
             "n_members": settings.n_members,
             "fit_time_s": round(float(model.fit_time_s_), 2),
-            "metrics": compact_metrics(metrics),
-            "published_by": f"{FIRST_START.who} ({FIRST_START.how})",
         }
-        version = store.add(
-            lambda path: model.save(path, metrics=metrics),
-            info=info,
-            audit=audit_of(FIRST_START, name=SYNTHETIC_MODEL_NAME, kind="demo"),
+        version = publish_model(
+            home, model, metrics=metrics, info=info, training_trips=trips, by=FIRST_START
         )
     return version, True
 

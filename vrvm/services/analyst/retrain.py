@@ -37,9 +37,8 @@ from vrvm.services.versions.models import (
     default_model_name,
     model_name,
     publish_model,
-    training_trip_table,
 )
-from vrvm.trips.home import model_store, trip_store
+from vrvm.trips.home import Home
 from vrvm.trips.model.split import split_holdout
 from vrvm.trips.model.training import MAX_TEST_TRIPS
 from vrvm.trips.model.travel_time import TravelTimeModel
@@ -316,14 +315,14 @@ def train_candidates(
     ValueError
         If the trip store is empty or the hold-out split leaves nothing to train on.
     """
-    store = trip_store(home)
+    store = Home(home).trips
     trips = store.load()
     if len(trips) == 0:
         raise ValueError("the trip store is empty: add trips first")
     new_trips = None
     if RETRAIN_UPDATE in options and active_version is not None:
         created = next(
-            (v.created for v in model_store(home).versions() if v.version == active_version),
+            (v.created for v in Home(home).models.versions() if v.version == active_version),
             None,
         )
         if created is not None:
@@ -339,7 +338,7 @@ def train_candidates(
         active=active,
         active_version=active_version,
         new_trips=new_trips,
-        active_trips=None if active is None else training_trip_table(home, active),
+        active_trips=None if active is None else Home(home).training_trip_table(active),
         progress=progress,
     )
     record(
@@ -364,7 +363,7 @@ def suggest_model_name(home: Path, active: TravelTimeModel | None) -> str:
     (:func:`~vrvm.services.versions.models.default_model_name`; that of the synthetic city for
     the demo trips), else :data:`~vrvm.services.versions.models.UNNAMED_MODEL`.
     """
-    store = trip_store(home)
+    store = Home(home).trips
     if active is not None:
         centre = store.center()
         if (

@@ -17,7 +17,7 @@ from vrvm.services.access.policy import Access, record
 from vrvm.services.analyst.demo import demo_trips
 from vrvm.services.analyst.uploads import UploadOutcome
 from vrvm.services.versions.models import strip_paths
-from vrvm.trips.home import trip_store
+from vrvm.trips.home import Home
 from vrvm.trips.places.geo import haversine_km
 from vrvm.trips.store.trip_store import StoreSummary
 from vrvm.trips.table import dateless_mask
@@ -62,7 +62,7 @@ class StoreOverview:
 def store_overview(home: Path) -> StoreOverview:
     """Totals and batches of the trip store, ready to show: ``added_utc`` as text and
     each batch's ``source`` as a file name (never a local path)."""
-    store = trip_store(home)
+    store = Home(home).trips
     parts = store.parts()
     parts["added_utc"] = parts["added_utc"].astype(str)
     parts["source"] = parts["source"].astype(str).map(strip_paths)
@@ -76,7 +76,7 @@ def distance_to_store_km(home: Path, trips: pd.DataFrame) -> float | None:
     model's zones over everything in between. (Trips against a *model's* area are
     :func:`vrvm.services.analyst.area_check.check_same_area`.)
     """
-    center = trip_store(home).center()
+    center = Home(home).trips.center()
     if center is None or len(trips) == 0:
         return None
     lat = float(trips["origin_lat"].median())
@@ -90,7 +90,7 @@ def add_upload(home: Path, outcome: UploadOutcome, *, by: Access | None = None) 
         by.require("upload")
     if not outcome.ok:
         raise ValueError(f"{outcome.name} has no trips to add: {outcome.error}")
-    result = trip_store(home).add(outcome.trips, source=outcome.name)
+    result = Home(home).trips.add(outcome.trips, source=outcome.name)
     report = outcome.report
     record(
         home,
@@ -113,7 +113,7 @@ def add_demo_trips(home: Path, *, by: Access | None = None) -> str:
     """Add the synthetic demo trips, to try the flow without data of one's own."""
     if by is not None:
         by.require("trip_store")
-    result = trip_store(home).add(demo_trips(), synthetic=True)
+    result = Home(home).trips.add(demo_trips(), synthetic=True)
     record(
         home,
         by,
@@ -132,6 +132,6 @@ def clear_trips(home: Path, *, by: Access | None = None) -> str:
     """Delete every stored trip (models are not affected)."""
     if by is not None:
         by.require("delete")
-    n = trip_store(home).clear()
+    n = Home(home).trips.clear()
     record(home, by, "delete", what="every stored trip", trips=int(n))
     return f"Deleted {n:,} trips from the store."

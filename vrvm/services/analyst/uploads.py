@@ -51,7 +51,7 @@ from vrvm.trips.files.reader import (
     read_trips,
 )
 from vrvm.trips.files.recipes import ReadOptions
-from vrvm.trips.home import load_zone_file, recipe_book
+from vrvm.trips.home import Home
 from vrvm.trips.places.timezones import ZoneUnknownError
 from vrvm.trips.settings import env_int
 
@@ -244,7 +244,7 @@ def _recipe_for(
         read_layout(data, source=name, limits=limits)
         return None  # a known layout: no recipe needed
     except UnknownLayoutError as exc:
-        recipe = recipe_book(home).find(exc.columns)
+        recipe = Home(home).recipes.find(exc.columns)
     return None if recipe is None else (recipe.name, recipe.options)
 
 
@@ -291,7 +291,7 @@ def read_upload(
         if options.zones:
             if home is None:
                 raise UploadError(f"{name}: the zone file {options.zones!r} needs a data home")
-            zones = load_zone_file(home, options.zones)
+            zones = Home(home).zones.load(options.zones)
         trips, report = read_trips(
             data,
             source=name,
@@ -410,7 +410,7 @@ def save_recipe(home: Path, name: str, outcome: UploadOutcome, *, by: Access | N
         by.require("upload")
     if outcome.options is None or not outcome.ok:
         raise UploadError("only a file that was read can be kept as a recipe")
-    recipe = recipe_book(home).save(name, outcome.columns, outcome.options)
+    recipe = Home(home).recipes.save(name, outcome.columns, outcome.options)
     record(home, by, "recipe", name=recipe.name, columns=len(recipe.columns))
     return (
         f"Saved the recipe {recipe.name!r}: the next file with these {len(recipe.columns)} "

@@ -13,7 +13,7 @@ waits for or fails during a load. A version that cannot be loaded is logged and
 reported (:attr:`LiveModel.last_error`), and the previous one keeps serving.
 
 Nothing here writes to the stores: the home is healed once when it is opened
-(:func:`~vrvm.trips.home.heal_home`), as the dashboard and the CLI do.
+(:meth:`~vrvm.trips.home.Home.heal`), as the dashboard and the CLI do.
 """
 
 from __future__ import annotations
@@ -27,13 +27,8 @@ from pathlib import Path
 from vrvm.services.answers.indices import FreeFlowCache
 from vrvm.services.map import area as area_svc
 from vrvm.services.map.area import ServiceArea
-from vrvm.services.versions.models import (
-    active_model_path,
-    heal_home,
-    is_synthetic,
-    model_name,
-    training_trip_table,
-)
+from vrvm.services.versions.models import active_model_path, is_synthetic, model_name
+from vrvm.trips.home import Home
 from vrvm.trips.model.travel_time import TravelTimeModel
 
 __all__ = ["LiveModel", "NoModelError", "Served"]
@@ -88,7 +83,7 @@ def _zone_key(home: Path) -> str:
 
 def _load(home: Path | None, version: int | None, path: Path) -> Served:
     model = TravelTimeModel.load(path)
-    trips = None if home is None else training_trip_table(home, model)
+    trips = None if home is None else Home(home).training_trip_table(model)
     zones = None
     if home is not None:
         entry = area_svc.zone_choice(home)
@@ -156,7 +151,7 @@ class LiveModel:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         if self.home is not None:
-            for repair in heal_home(self.home):
+            for repair in Home(self.home).heal():
                 logger.info("healed the data home: %s", repair)
         self.refresh()
 

@@ -7,7 +7,7 @@ pair: ``origin`` and ``destination`` (the point's name, zone id or row number),
 ``p_within_<t>s`` per threshold (``p_within_600s``), all from the pair's predictive
 distribution (:meth:`vrvm.TravelTimeModel.predict_dist`, the ensemble's mixture) at the
 departure time. The pairs are predicted in batches of :data:`MATRIX_BATCH_PAIRS`, one
-batch per core in threads (:func:`vrvm.engine._blas.in_threads`, as ``vrvm
+batch per core in threads (:func:`vrvm.engine.in_threads`, as ``vrvm
 predict`` does), so memory stays bounded whatever m x n. The quantiles are solved for a
 whole batch at once by the mixture's vectorised root finder
 (:meth:`vrvm.MixtureDistribution.ppf`: bracketed by the members' quantiles, safeguarded
@@ -43,7 +43,7 @@ from vrvm.services.answers.summaries import (
 from vrvm.services.display.csv_cells import safe_cells
 from vrvm.services.display.formatting import format_number
 from vrvm.services.map.area import ServiceArea
-from vrvm.trips.home import HOME_ENV, model_store
+from vrvm.trips.home import HOME_ENV, Home
 from vrvm.trips.model.travel_time import ProgressCallback, TravelTimeModel
 
 if TYPE_CHECKING:
@@ -597,5 +597,5 @@ def model_reference(home: str | os.PathLike[str], version: int) -> str:
 
     Relative to the data home, so that a page never shows the server's paths.
     """
-    path = model_store(home).path(version)
+    path = Home(home).models.path(version)
     return f"${HOME_ENV}/{path.relative_to(home).as_posix()}"

@@ -5,7 +5,7 @@ predicted (unreadable time, missing or invalid coordinates) or carry a travel ti
 cannot be scored; :func:`prediction_table` then gives every input row its predictive
 mean, median, standard deviation and quantiles in seconds, and, for rows that carry a
 travel time, the log density, the PIT value and the CRPS of that time.
-Batches are predicted one per core, in order, by :func:`vrvm.engine._blas.in_threads`
+Batches are predicted one per core, in order, by :func:`vrvm.engine.in_threads`
 (``vrvm predict``, ``vrvm matrix``).
 """
 
@@ -35,7 +35,7 @@ PREDICTION_COLUMNS = ("mean_s", "median_s", "std_s", "q05_s", "q25_s", "q75_s", 
 SCORE_COLUMNS = ("logpdf", "cdf", "crps")
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 PREDICT_THREADS = CORE_THREADS
-"""Threads that predict batches at once (:func:`~vrvm.engine._blas.in_threads`)."""
+"""Threads that predict batches at once (:func:`~vrvm.engine.in_threads`)."""
 
 # Queries are only dropped when they cannot be predicted (unreadable time, missing or
 # invalid coordinates) or carry a travel time that cannot be scored (zero or negative):

@@ -39,18 +39,13 @@ from vrvm.services.map.trip_index import (
     trip_zone_layout,
 )
 from vrvm.services.versions.models import is_synthetic
-from vrvm.trips.home import (
-    ZoneFileEntry,
-    clickable_zone_file,
-    load_zone_file,
-    set_clickable_zone_file,
-    zone_file_entry,
-)
+from vrvm.trips.home import Home
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.places.geo import LocalProjection
 from vrvm.trips.places.trip_zones import trip_polygons
 from vrvm.trips.places.zone_files import ZoneFile
 from vrvm.trips.places.zones import boundary_lonlat, choose_h3_resolution, latlng_to_zone, zone_grid
+from vrvm.trips.store.kept_zones import ZoneFileEntry
 from vrvm.trips.store.trip_table import TripTable
 from vrvm.trips.synthetic import synthetic_city_geojson
 
@@ -638,8 +633,8 @@ def _with_idle(boundaries: dict | None, idle: list[tuple[str, dict]]) -> dict | 
 
 def zone_choice(home: str | os.PathLike[str]) -> ZoneFileEntry | None:
     """The kept zone file whose polygons are the clickable zones (None: hexagons)."""
-    name = clickable_zone_file(home)
-    return zone_file_entry(home, name) if name else None
+    name = Home(home).zones.clickable_choice()
+    return Home(home).zones.entry(name) if name else None
 
 
 def set_zone_choice(
@@ -648,13 +643,13 @@ def set_zone_choice(
     """Make the kept zone file ``name`` the clickable zones (None: hexagons from the trips)."""
     if by is not None:
         by.require("zones")
-    set_clickable_zone_file(home, name)
+    Home(home).zones.choose_clickable(name)
     record(home, by, "zones", what="clickable zones", name=name)
 
 
 def load_zone_choice(home: str | os.PathLike[str], name: str) -> ZoneFile:
     """The polygons of the kept zone file ``name`` (KeyError, ZoneFileError: see the home)."""
-    return load_zone_file(home, name)
+    return Home(home).zones.load(name)
 
 
 def _zone_label(number: int, place: str, lat: float, lon: float) -> str:

@@ -24,16 +24,7 @@ from typing import Any
 import numpy as np
 
 from vrvm.services.access.policy import Access, record
-from vrvm.trips.home import (
-    ZoneFileEntry,
-    add_zone_file,
-    list_zone_files,
-    map_zone_file,
-    remove_zone_file,
-    set_map_zone_file,
-    zone_file_entry,
-    zone_file_path,
-)
+from vrvm.trips.home import Home
 from vrvm.trips.places.geo import haversine_km
 from vrvm.trips.places.zone_files import (
     ZoneFile,
@@ -42,6 +33,7 @@ from vrvm.trips.places.zone_files import (
     feature_name,
     read_feature_collection,
 )
+from vrvm.trips.store.kept_zones import ZoneFileEntry
 
 __all__ = [
     "BOUNDARY_LIMITS",
@@ -321,8 +313,7 @@ def save_boundaries(
     if by is not None:
         by.require("zones")
     name = boundary_file_name(file_name)
-    entry, _ = add_zone_file(
-        home,
+    entry, _ = Home(home).zones.add(
         name,
         data,
         file_name=file_name,
@@ -330,20 +321,20 @@ def save_boundaries(
         ids_from_order=True,
         limits=boundary_limits(max_bytes),
     )
-    set_map_zone_file(home, name)
+    Home(home).zones.choose_map(name)
     record(home, by, "zones", what="added", name=name, file=entry.file_name, zones=entry.n_zones)
     return entry
 
 
 def saved_boundaries(home: str | os.PathLike[str]) -> list[ZoneFileEntry]:
     """Every zone file kept in ``home`` (each can be drawn on the map), oldest first."""
-    return list_zone_files(home)
+    return Home(home).zones.entries()
 
 
 def shown_boundaries(home: str | os.PathLike[str]) -> ZoneFileEntry | None:
     """The kept zone file shown on the map, if any."""
-    name = map_zone_file(home)
-    return zone_file_entry(home, name) if name else None
+    name = Home(home).zones.map_choice()
+    return Home(home).zones.entry(name) if name else None
 
 
 def show_boundaries(
@@ -352,7 +343,7 @@ def show_boundaries(
     """Show the kept zone file ``name`` on the map (None: no boundaries)."""
     if by is not None:
         by.require("zones")
-    set_map_zone_file(home, name)
+    Home(home).zones.choose_map(name)
     record(home, by, "zones", what="drawn on the map", name=name)
 
 
@@ -360,7 +351,7 @@ def remove_boundaries(home: str | os.PathLike[str], name: str, *, by: Access | N
     """Delete the kept zone file ``name`` from the home (and from the map)."""
     if by is not None:
         by.require("zones")
-    removed = remove_zone_file(home, name)
+    removed = Home(home).zones.remove(name)
     if removed:
         record(home, by, "zones", what="removed", name=name)
     return removed
@@ -381,11 +372,11 @@ def load_boundaries(home: str | os.PathLike[str], name: str) -> dict:
     ZoneFileError
         A ValueError: the kept file no longer reads.
     """
-    entry = zone_file_entry(home, name)
+    entry = Home(home).zones.entry(name)
     if entry is None:
         raise KeyError(f"no zone file named {name!r}")
     try:
-        data = zone_file_path(home, name).read_bytes()
+        data = Home(home).zones.path(name).read_bytes()
     except OSError as exc:
         raise ZoneFileError(entry.file_name, f"the kept file cannot be read ({exc})") from None
     max_bytes = max(len(data), MAX_BOUNDARY_BYTES)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from vrvm.services.access.policy import Access, record
 from vrvm.services.versions.models import model_name, strip_paths
-from vrvm.trips.home import model_store, training_trip_table
+from vrvm.trips.home import Home
 from vrvm.trips.model.snapping import (
     DEFAULT_MAX_COST,
     DEFAULT_SLOT_MINUTES,
@@ -158,7 +158,7 @@ def export_model(
     """
     if by is not None:
         by.require("export")
-    store = model_store(home)
+    store = Home(home).models
     number = store.active_version() if version is None else int(version)
     if number is None:
         raise ValueError(f"the model store of {home} has no active version to export")
@@ -166,7 +166,7 @@ def export_model(
     choice, used = None, None
     if snap:
         if trips is None:
-            table = training_trip_table(home, model)
+            table = Home(home).training_trip_table(model)
             trips = None if table is None else table.sample(COST_SAMPLE_TRIPS)
         model, choice, used = snapped_copy(model, trips, resolution=resolution, max_cost=max_cost)
     data = None

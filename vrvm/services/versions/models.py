@@ -13,7 +13,7 @@ shows a local path. A model is shown by its name; a file by its name alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +21,7 @@ import pandas as pd
 
 from vrvm.services.access.policy import Access, library_access
 from vrvm.services.display.units import metric_label, metric_value
-from vrvm.trips.home import (
-    data_home,
-    heal_home,
-    load_training_trips,
-    model_store,
-    save_training_trips,
-    training_trip_table,
-)
+from vrvm.trips.home import Home, data_home
 from vrvm.trips.model.model_format import FORMAT_NAME, FORMAT_VERSION
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.store.errors import StoreBusyError
@@ -41,6 +34,7 @@ from vrvm.trips.table import date_span
 __all__ = [
     "SYNTHETIC_MODEL_NAME",
     "UNNAMED_MODEL",
+    "Home",
     "StoreBusyError",
     "StoreConflictError",
     "TripTable",
@@ -51,17 +45,15 @@ __all__ = [
     "data_description",
     "data_home",
     "default_model_name",
-    "heal_home",
     "is_synthetic",
     "lineage_text",
-    "load_training_trips",
     "model_caption",
     "model_name",
     "name_from_summary",
     "publish_model",
     "store_versions_table",
     "strip_paths",
-    "training_trip_table",
+    "update_active_version",
     "version_numbers",
     "version_records",
     "version_state",
@@ -237,21 +229,30 @@ def publish_model(
     training_trips: pd.DataFrame | None = None,
     built_on: int | object | None = UNCHECKED,
     by: Access | None = None,
+    store: ModelStore | None = None,
 ) -> int:
     """Save ``model`` as a new version in the store and activate it.
+
+    The one write path for new versions: the dashboard, ``vrvm update`` (through
+    :func:`update_active_version`) and the first start's demo model all publish here,
+    so every version records its publisher as ``"<who> (<how>)"`` and every publish is
+    audited with one entry shape (who, how, via, name, kind, parent, trips, source,
+    snapped).
 
     The store writes the version atomically and only then moves the active pointer,
     so a failure leaves the active model untouched. ``info["parent"]`` is recorded as
     the version's parent. ``built_on`` is the active version the model was made from
     (an update, or candidates scored against it): if another version became active
-    meanwhile, nothing is published (:class:`~vrvm.trips.store.model_store.StoreConflictError`).
-    ``by`` (an analyst) is recorded as the version's publisher and in the audit log.
+    meanwhile, nothing is published
+    (:class:`~vrvm.trips.store.model_store.StoreConflictError`). ``by`` (an analyst) is
+    recorded as the version's publisher and in the audit log. ``store`` is the home's
+    model store unless given (the CLI opens a store root with its own lock wait).
     """
     if by is not None:
         by.require("publish")
-    store = model_store(home)
+    store = Home(home).models if store is None else store
     if training_trips is not None:
-        save_training_trips(home, training_trips)
+        Home(home).save_training_trips(training_trips)
     details = dict(info)
     details.setdefault("name", model_name(model))
     details.setdefault("metrics", compact_metrics(metrics))
@@ -259,6 +260,8 @@ def publish_model(
     details.setdefault("published_by", _publisher(by))
     parent = details.pop("parent", None)  # kept in the version's record, not its info
     parent = parent if isinstance(parent, int) else None
+    data = details.get("data")
+    source = data.get("source") if isinstance(data, Mapping) else data
     return store.add(
         lambda path: model.save(path, metrics=metrics),
         info=details,
@@ -271,9 +274,52 @@ def publish_model(
             kind=details.get("kind", ""),
             parent=parent,
             trips=details.get("n_trips"),
+            source=strip_paths(str(source)) if source else None,
             snapped=bool((model.training_summary_ or {}).get("snapped")),
         ),
     )
+
+
+def update_active_version(
+    home: Path,
+    update: Callable[[TravelTimeModel], Mapping[str, Any]],
+    *,
+    by: Access | None = None,
+    store: ModelStore | None = None,
+) -> tuple[int, int, TravelTimeModel]:
+    """Update the active version and publish the result on it, as one step.
+
+    Under the store's lock: the active version is loaded, ``update(model)`` changes it
+    in place and returns the version's info (``kind``, ``data``, ``n_trips``, ...), and
+    :func:`publish_model` publishes it with the active version as parent. A concurrent
+    update waits for the lock (or gives up with
+    :class:`~vrvm.trips.store.errors.StoreBusyError`), so updates chain.
+
+    Returns
+    -------
+    version, parent : int
+        The new version and the one it was made from.
+    model : TravelTimeModel
+        The updated model.
+
+    Raises
+    ------
+    ValueError
+        When the store has no active version.
+    """
+    if by is not None:
+        by.require("publish")
+    store = Home(home).models if store is None else store
+    with store.lock():
+        parent = store.active_version()
+        if parent is None:
+            raise ValueError(f"{store.root}: the model store has no active version to update")
+        model = TravelTimeModel.load(store.path(parent))
+        info = {**update(model), "parent": parent}
+        version = publish_model(
+            home, model, metrics=None, info=info, built_on=parent, by=by, store=store
+        )
+    return version, parent, model
 
 
 def audit_of(by: Access | None, **details: Any) -> dict[str, Any]:
@@ -321,7 +367,7 @@ def _version_name(path: Path, info: Mapping[str, Any]) -> str:
 
 def versions_table(home: Path) -> pd.DataFrame:
     """The data home's model versions (:func:`store_versions_table` of its store)."""
-    return store_versions_table(model_store(home))
+    return store_versions_table(Home(home).models)
 
 
 def lineage_text(chain: list[int], *, shown: int = 4) -> str:
@@ -412,7 +458,7 @@ def version_records(home: Path) -> list[dict[str, Any]]:
     ``coverage_90`` when scored), ``synthetic`` and ``data`` (file names without their
     folders), as :func:`store_versions_table` shows them.
     """
-    store = model_store(home)
+    store = Home(home).models
     records = []
     for v in sorted(store.versions(), key=lambda v: v.version, reverse=True):
         info = v.info or {}
@@ -445,13 +491,24 @@ def version_records(home: Path) -> list[dict[str, Any]]:
     return records
 
 
-def activate_version(home: Path, version: int, *, by: Access | None = None) -> None:
-    """Make an existing version the active one, by hand (the store refuses unknown
-    versions; retention keeps every version activated by hand); recorded in the audit
-    log with the version it replaced, in the same durable step as the pointer."""
+def activate_version(
+    home: Path,
+    version: int,
+    *,
+    by: Access | None = None,
+    how: str = "by hand",
+    store: ModelStore | None = None,
+) -> None:
+    """Make an existing version the active one; the one activation path of every door.
+
+    The store refuses unknown versions; ``how`` is kept with the pointer, and retention
+    keeps every version activated ``"by hand"``. Recorded in the audit log with the
+    version it replaced, in the same durable step as the pointer. ``store`` is the
+    home's model store unless given (as in :func:`publish_model`)."""
     if by is not None:
         by.require("activate")
-    model_store(home).activate(int(version), audit=audit_of(by))
+    store = Home(home).models if store is None else store
+    store.activate(int(version), how=how, audit=audit_of(by))
 
 
 def active_model_path(home: Path) -> tuple[int, Path] | None:
@@ -463,11 +520,11 @@ def active_model_path(home: Path) -> tuple[int, Path] | None:
         If the active pointer is damaged (:func:`version_numbers` still lists the
         versions, and :func:`activate_version` repairs it).
     """
-    store = model_store(home)
+    store = Home(home).models
     version = store.active_version()
     return None if version is None else (version, store.path(version))
 
 
 def version_numbers(home: Path) -> list[int]:
     """Numbers of the committed versions, oldest first."""
-    return [v.version for v in model_store(home).versions()]
+    return [v.version for v in Home(home).models.versions()]

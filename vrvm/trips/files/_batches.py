@@ -15,6 +15,30 @@ the decisions the rows read so far support and parses again, at the end, the rar
 whose decisions the whole file changes; :func:`survey_file` and :func:`clean_batches`
 (for :func:`~vrvm.trips.files.reader.iter_trips`) read the file once to decide, then batch by
 batch. Parquet is read in row batches (:func:`parquet_batches`).
+
+Why not pyarrow's streaming CSV reader
+--------------------------------------
+:func:`pyarrow.csv.open_csv` (every column read as text, so that the own parsing keeps
+deciding types) was measured against this cutter and kept out: it loses a guarantee,
+and it is no faster. CPU seconds and peak memory to cut and parse every batch
+(``benchmarks/bench_read_memory.py --cases batches_...``, 3 runs, 2 cores shared):
+
+- 1,000,000 synthetic trips (76 MB, 6 columns): here 1.5-1.7 s, 309-319 MB; pyarrow
+  typed by its own casts 1.4-1.8 s, 396-400 MB, but its doubles are not pandas': it
+  rounds decimal text correctly and pandas' C parser does not, so 9.4 % of the NYC
+  sample's coordinates (``-73.977752685546875``) and 8.1 % of the SF sample's come out
+  one unit in the last place apart, and parsing reads a column that is text in some
+  batch with :func:`pandas.to_numeric` (pandas' doubles): a batched read would no longer
+  equal a whole read. Typed with :func:`pandas.to_numeric` instead: 3.4-4.7 s, 382-403 MB.
+- Chicago's 23 columns (its sample 60 times, 900,120 rows): here 1.7-1.8 s, 302 MB;
+  pyarrow with pandas' doubles 6.8-7.8 s, 436-453 MB, and still 2.7-3.2 s converting
+  only the 6 columns a layout needs (the count of empty rows needs them all).
+
+pyarrow's parser also reads some files otherwise than pandas: a quoted field after a
+space (``1, "a,b"``) is split; a row with fewer fields than the header (the SF sample's
+cut-off last line) is refused where pandas fills it; its batches carry no row numbers
+and its errors no line of the file; invalid UTF-8 is an error, not replaced. Each would
+need own code around pyarrow to read as today.
 """
 
 from __future__ import annotations

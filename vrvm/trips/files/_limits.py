@@ -14,7 +14,9 @@ limit:
   :attr:`ReadLimits.ratio_after_bytes`, more than :attr:`ReadLimits.max_ratio` bytes
   out per compressed byte read so far, stops the read. The parser reads through it, so
   the limits hold for every read (files on disk, bytes, the CLI and uploads) without a
-  second pass over the data.
+  second pass over the data. The decompressing streams (pyarrow's
+  :class:`~pyarrow.CompressedInputStream` for gzip and bz2, :mod:`lzma`, :mod:`zipfile`)
+  have no such limit of their own: the counting is done here, around them.
 - :func:`check_rows` stops a read that holds more than :attr:`ReadLimits.max_data_rows`
   data rows (off by default; uploads set it): the reader parses CSV text in batches of
   :attr:`ReadLimits.batch_bytes` and counts the rows as it goes, never parsing more
@@ -238,7 +240,8 @@ class GuardedStream(io.RawIOBase):
     Parameters
     ----------
     inner : binary file-like
-        The decompressed stream (gzip, bz2, lzma or a zip member).
+        The decompressed stream (pyarrow's for gzip and bz2, :mod:`lzma`'s, or a zip
+        member), with ``readinto``.
     compressed : binary file-like
         The compressed stream ``inner`` reads from; its ``tell()`` says how many
         compressed bytes were consumed (for the ratio).
@@ -262,9 +265,7 @@ class GuardedStream(io.RawIOBase):
         return True
 
     def readinto(self, buffer) -> int:
-        data = self._inner.read(len(buffer))
-        n = len(data)
-        buffer[:n] = data
+        n = self._inner.readinto(buffer)
         self.expanded += n
         self._check()
         return n

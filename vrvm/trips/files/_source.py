@@ -6,13 +6,23 @@ refused), and :class:`Source` hands out fresh handles on its text, decompressed 
 the expansion guard of :mod:`vrvm.trips.files._limits`. :func:`read_csv_header` checks the
 header on raw bytes before pandas reads it and finds the delimiter. The errors of a
 file that cannot be read are here too (:class:`TripFileError`, :class:`ZonesNeededError`;
-their public home is :mod:`vrvm.trips.files.reader`).
+their public home is :mod:`vrvm.trips.files.reader`); compressed data found damaged while
+it is read is one of them, naming the file.
+
+Decompression (:func:`decompressing`) is pyarrow's (:class:`pyarrow.CompressedInputStream`)
+for gzip and bz2, the codecs it has; xz stays with :mod:`lzma` and zip with :mod:`zipfile`
+(pyarrow has no xz codec, and a zip file is an archive, not a stream). CPU seconds through
+the expansion guard (``benchmarks/bench_read_memory.py --cases expand_...``, 3 runs, 2
+cores shared), pyarrow against :mod:`gzip` and :mod:`bz2`: the gzip of 1,000,000 trips
+(20 MB, 73 MiB of text) 0.4-0.5 s against 0.5-0.6 s, the first 100 MiB of a gzip bomb
+before the guard stops it 0.2-0.3 s against 0.4-0.5 s; bz2 (the same libbz2) 4.0-7.0 s
+against 5.4-7.9 s, its bomb 1.2-1.3 s against 0.9-1.2 s; a few MB more at the peak. One
+difference: pyarrow refuses bytes after the last stream (zero padding, or anything after
+a bz2 stream) as damaged data, where :mod:`gzip` and :mod:`bz2` ignored them.
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
 import lzma
 import os
@@ -25,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
+import pyarrow as pa
 
 from vrvm.trips.files._limits import GuardedStream, LimitExceeded, ReadLimits, check_header
 from vrvm.trips.files.layouts import Layout
@@ -95,8 +106,8 @@ class Source:
     def text(self) -> Iterator:
         """A fresh handle on the CSV text, decompressed through the expansion guard.
 
-        pandas reads it with ``compression=None``; a limit passed while it reads
-        becomes a :class:`TripFileError`.
+        pandas reads it with ``compression=None``; a limit passed while it reads, or
+        compressed data found damaged, becomes a :class:`TripFileError`.
         """
         if self.compression is None:
             handle = self.handle()
@@ -106,6 +117,10 @@ class Source:
             yield handle
         except LimitExceeded as exc:
             raise TripFileError(str(exc), limit=exc.limit) from None
+        except DAMAGED as exc:
+            if self.compression is None:
+                raise
+            raise damaged(self.name, exc) from None
         finally:
             if not isinstance(handle, str):
                 handle.close()
@@ -272,12 +287,32 @@ def as_zone_file(zones) -> ZoneFile | None:
     raise TypeError(f"zones must be a ZoneFile, a path or None, got {type(zones).__name__}")
 
 
+ARROW_CODECS = ("gzip", "bz2")
+"""Compressions that pyarrow decompresses (it has no xz codec; zip is an archive)."""
+
+
+def compressed_stream(path_or_data, compression: str | None):
+    """The compressed bytes of a path or of bytes, as the stream that decompresses them
+    reads them; its ``tell()`` counts the compressed bytes consumed (for the ratio)."""
+    if compression in ARROW_CODECS:
+        if isinstance(path_or_data, str):
+            return pa.OSFile(path_or_data, "rb")
+        return pa.BufferReader(path_or_data)
+    if isinstance(path_or_data, str):
+        return open(path_or_data, "rb")
+    return io.BytesIO(path_or_data)
+
+
 def decompressing(data, compression: str | None, name: str):
     """A binary stream of the decompressed content of ``data`` (``data`` itself if plain).
 
-    ``data`` is bytes or a seekable binary file (a zip archive is read from it).
+    ``data`` is bytes or the stream :func:`compressed_stream` gives (a zip archive is
+    read from it).
     """
-    buffer = io.BytesIO(data) if isinstance(data, bytes | bytearray) else data
+    is_bytes = isinstance(data, bytes | bytearray)
+    buffer = compressed_stream(data, compression) if is_bytes else data
+    if compression in ARROW_CODECS:
+        return pa.CompressedInputStream(buffer, compression)
     if compression == "zip":
         try:
             archive = zipfile.ZipFile(buffer)
@@ -291,20 +326,21 @@ def decompressing(data, compression: str | None, name: str):
                 f"{len(members)}"
             )
         return archive.open(members[0])
-    if compression == "gzip":
-        return gzip.GzipFile(fileobj=buffer)
-    # BZ2File and LZMAFile take a file object as their first argument (no fileobj=).
-    opener = {"bz2": bz2.BZ2File, "xz": lzma.LZMAFile}.get(compression)
-    return buffer if opener is None else opener(buffer)
+    return lzma.LZMAFile(buffer) if compression == "xz" else buffer
 
 
-DAMAGED = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
+# pyarrow's codecs raise OSError (pa.ArrowIOError) for damaged data; ArrowException
+# covers the rest of what they may raise.
+DAMAGED = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, pa.ArrowException)
+
+
+def damaged(name: str, exc: BaseException) -> TripFileError:
+    return TripFileError(f"{name}: the compressed data is damaged ({short_error(exc)})")
 
 
 def guarded(path_or_data, src: Source) -> GuardedStream:
     """The decompressed text of a compressed file or bytes, read through the guard."""
-    compressed = open(path_or_data, "rb") if isinstance(path_or_data, str) else None
-    compressed = compressed or io.BytesIO(path_or_data)
+    compressed = compressed_stream(path_or_data, src.compression)
     try:
         inner = decompressing(compressed, src.compression, src.name)
     except BaseException:

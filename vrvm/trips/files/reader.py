@@ -33,7 +33,10 @@ the end and parses once more the rare batch whose decisions changed (day-first d
 that only a late row tells from month-first ones); :func:`iter_trips` reads the file
 once to decide, then yields it batch by batch. Either way the trips and the report are
 exactly those of a read of the whole file at once, and memory holds one batch of text
-and the parsed rows, not the file as Python strings.
+and the parsed rows, not the file as Python strings. (pyarrow's streaming CSV reader was
+measured against this cutter and kept out: its numbers are not pandas' doubles, and it
+reads some files otherwise; see :mod:`vrvm.trips.files._batches`. Its codecs decompress
+gzip and bz2: :mod:`vrvm.trips.files._source`.)
 
 Errors are typed: :class:`TripFileError` when the file cannot be read as a table,
 :class:`~vrvm.trips.files.layouts.UnknownLayoutError` when its columns are not understood
@@ -73,6 +76,7 @@ from vrvm.trips.files._source import (
     TripFileError,
     ZonesNeededError,
     as_zone_file,
+    damaged,
     decompressing,
     file_columns,
     guarded,
@@ -635,7 +639,7 @@ def check_expansion(
     except LimitExceeded as exc:
         raise TripFileError(str(exc), limit=exc.limit) from None
     except DAMAGED as exc:
-        raise TripFileError(f"{name}: the compressed data is damaged ({exc})") from None
+        raise damaged(name, exc) from None
 
 
 def expanded_size(data: bytes, cap: int, *, name: str = "<bytes>") -> int:
@@ -663,7 +667,7 @@ def expanded_size(data: bytes, cap: int, *, name: str = "<bytes>") -> int:
             while total <= cap and (chunk := handle.read(1 << 20)):
                 total += len(chunk)
     except DAMAGED as exc:
-        raise TripFileError(f"{name}: the compressed data is damaged ({exc})") from None
+        raise damaged(name, exc) from None
     return total
 
 

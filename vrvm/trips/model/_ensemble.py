@@ -66,7 +66,7 @@ def wild_members(members, X, y, d, limit: int = 20_000) -> list[int]:
     where its shard has few trips (seen with ``shard_weight=3`` on the Chicago sample: a
     member predicted e^26 s at O'Hare)."""
     rows = np.linspace(0, y.size - 1, min(limit, y.size)).astype(np.intp)
-    loc = member_loc([m._predictor for m in members], X[rows], d[rows])
+    loc = member_loc([m.predictor_ for m in members], X[rows], d[rows])
     span = float(np.ptp(y))
     low, high = float(y.min()) - span, float(y.max()) + span
     return np.flatnonzero(((loc < low) | (loc > high)).any(axis=1)).tolist()
@@ -389,7 +389,7 @@ def choose_widths(model, X, y, d, seed: int) -> tuple[np.ndarray, dict]:
     if rows.size > model.selection_size:
         rows = np.sort(rng.choice(rows.size, size=model.selection_size, replace=False))
     started = time.perf_counter()
-    selector = model._member_template(random_state=seed, n_jobs=model.n_jobs).fit(
+    selector = model.member_template(random_state=seed, n_jobs=model.n_jobs).fit(
         X[rows], y[rows], linear=d[rows]
     )
     logger.info(

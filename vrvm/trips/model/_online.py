@@ -92,14 +92,14 @@ class OnlineState:
         None)`` when neither the spread model nor the pair offsets need them."""
         if not has_spread_model(model) and model.pair_offsets_ is None:
             return None, None
-        return member_loc_scale(model._predictives(), X, d)
+        return member_loc_scale(model.member_predictors(), X, d)
 
     def learn(self, model, m: int, X, y, d, forgetting: float) -> None:
         """Member ``m`` learns rows; its basis is re-solved every ``online_every`` of them."""
         self._start(model.members_, model.online_reserve)
         member = model.members_[m]
         if self.bases is None:
-            member._update(X, y, d[:, None], forgetting)
+            member.partial_fit(X, y, d[:, None], forgetting=forgetting, check_input=False)
             return
         basis = self.bases[m]
         basis.add(X, y, d[:, None], forgetting=forgetting)

@@ -362,7 +362,7 @@ def part_pair_sums(dataset, part, plan: OffsetPlan) -> PairSums:
     combination of cell pairs (:meth:`PairOffsets.pair_sums`); one member's location
     per trip."""
     stats = plan.statistics
-    predictives = [member._predictor for member in stats.members]
+    predictives = [member.predictor_ for member in stats.members]
 
     def keep(rows, sampled):  # a uniform rate, and the sample (its leave-one-out offsets)
         return (row_uniforms(stats.seed, part.file, rows, OFFSETS) < plan.rate) | sampled

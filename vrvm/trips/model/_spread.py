@@ -50,7 +50,7 @@ def refit_spread(model, loc, scale, y, held_out, d, **score) -> None:
     """Fit the distance and twin scales by :func:`fit_scale_model` on the members'
     held-out predictions ``loc``, ``scale`` (M, n) of targets ``y`` and distance
     columns ``d``, and set them on the model (``score``: more of its record)."""
-    df = _ensemble.degrees_of_freedom(model._predictives())
+    df = _ensemble.degrees_of_freedom(model.member_predictors())
     z = scale_inputs(model, d)
     coef, a, before, after = fit_scale_model(
         loc, scale, y, held_out, z, df, twin=bool(model.twin_scales)
@@ -67,7 +67,7 @@ def fit_spread(model, X, y, d, shard_of_row, seed) -> None:
     model.noise_scale_range_ = (float(d.min()), float(d.max()))
     model.noise_scale_score_ = {}
     model.twin_scale_ = 0.0
-    predictives = model._predictives()
+    predictives = model.member_predictors()
     if not has_spread_model(model) or len(predictives) < 2:
         return
     rng = np.random.default_rng(seed)
@@ -92,7 +92,7 @@ def predictive(model, loc: np.ndarray, scale: np.ndarray, d: np.ndarray) -> Mixt
     """The model's predictive from its members' locations and scales, (M, n) each."""
     if model.noise_scale_coef_.any():
         scale = scale * scale_multiplier(model.noise_scale_coef_, d, model.noise_scale_range_)
-    predictives = model._predictives()
+    predictives = model.member_predictors()
     df = _ensemble.degrees_of_freedom(predictives)
     df = None if df is None else df[:, None]
     if model.twin_scale_ > 0:  # member m is components m and M + m

@@ -434,7 +434,7 @@ def fit_model_offsets(model, data, resolution: int | None) -> tuple[PairOffsets 
     n_members = len(model.members_)
     if n_members < 2:
         return None, np.zeros(data.y.size)
-    loc = member_loc(model._predictives(), data.X, data.d)
+    loc = member_loc(model.member_predictors(), data.X, data.d)
     held_out = data.shard_of_row[None, :] != np.arange(n_members)[:, None]
     residual = data.y - (loc * held_out).sum(axis=0) / held_out.sum(axis=0)
     o_lat, o_lon, d_lat, d_lon = data.raw[:, :4].T

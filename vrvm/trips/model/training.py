@@ -164,7 +164,7 @@ def fit_dataset(
     FitOutcome
     """
     started = time.perf_counter() if started is None else started
-    model._validate_params()
+    model.validate_params()
     if not 0.0 <= float(holdout) < 1.0:
         raise ValueError(f"holdout must be in [0, 1), got {holdout!r}")
     if isinstance(data, pd.DataFrame):
@@ -229,7 +229,7 @@ def fit_dataset(
         sample = train.drop(columns=["file", "row"])
         sample.attrs.update(provenance)
         weight = None if one_stage else stage_one_weight(model.stage_one_evidence, spec.train_rate)
-        fitted = model._fit(
+        fitted = model.fit_trips(
             sample,
             progress,
             member_zones,
@@ -350,7 +350,7 @@ def _pair_offsets(model, fitted, plan, rate, dataset, on_done, options) -> np.nd
     (:func:`~vrvm.trips.model._outofcore.part_pair_sums`), which costs a member's design
     and the cells of the two ends per trip.
     """
-    predictives = model._predictives()
+    predictives = model.member_predictors()
     residual = out_of_shard_residual(predictives, fitted.X, fitted.d, fitted.y, fitted.shard_of_row)
     ends = fitted.raw[:, :4].T
     chosen = PairOffsets(offset_resolutions(model, *ends[:2], model.h3_resolution_))
@@ -370,7 +370,7 @@ def _pair_offsets(model, fitted, plan, rate, dataset, on_done, options) -> np.nd
 def _second_stage(model, total, fitted, train, provenance, spec, dataset, weight) -> None:
     """Record what the second stage's members and the whole data set tell (``weight``:
     the first stage's weight of a sampled trip, None for once)."""
-    model._set_relevance_trips(fitted)
+    model.keep_relevance_trips(fitted)
     model.shard_sizes_ = np.array([s.n for s in total.stats])
     model.n_relevance_ = np.array([m.n_relevance_ for m in model.members_])
     median = float(np.median(train["travel_time_s"].to_numpy(float)))

@@ -98,7 +98,7 @@ _PARAMETER_CONSTRAINTS = {
 }
 
 
-class _FitData(NamedTuple):
+class FitData(NamedTuple):
     """The trips a one-stage fit saw: features, targets, the deal and raw values."""
 
     X: np.ndarray
@@ -386,12 +386,16 @@ class TravelTimeModel(BaseEstimator):
         self.name = name
 
     # ------------------------------------------------------------------ validation
-    def _validate_params(self) -> None:
+    def validate_params(self) -> None:
+        """Check every parameter as :meth:`fit` does, the members' shared ones by the
+        members' own rules; ValueError names the parameter and what it allows."""
         check_params(self, _PARAMETER_CONSTRAINTS)
         # the shared parameters, by the members' own table (same names, same rules)
-        self._member_template(kernel_widths=self.kernel_widths)._validate_params()
+        self.member_template(kernel_widths=self.kernel_widths).validate_params()
 
-    def _member_template(self, **overrides) -> VRVMRegressor:
+    def member_template(self, **overrides) -> VRVMRegressor:
+        """An unfitted member with this model's shared parameters (``overrides`` replace
+        some): what every member, and the width selection, is fitted from."""
         params = {name: getattr(self, name) for name in _REGRESSOR_PARAMS}
         params.update(overrides)
         return VRVMRegressor(**params)
@@ -432,7 +436,7 @@ class TravelTimeModel(BaseEstimator):
         self : TravelTimeModel
         """
         started = time.perf_counter()
-        self._validate_params()
+        self.validate_params()
         if not isinstance(trips, pd.DataFrame) or len(trips) > self.n_members * self.subsample_size:
             from vrvm.trips.model.training import fit_dataset  # imports this module
 
@@ -443,10 +447,10 @@ class TravelTimeModel(BaseEstimator):
         with _ensemble.dask_client(
             self.backend, self.client
         ) as client:  # connect before the work, to fail early
-            self._fit(trips, progress, zones, client, started, provenance)
+            self.fit_trips(trips, progress, zones, client, started, provenance)
         return self
 
-    def _fit(
+    def fit_trips(
         self,
         trips,
         progress,
@@ -458,9 +462,10 @@ class TravelTimeModel(BaseEstimator):
         final: bool = True,
         n_reserve: int | None = None,
         sample_weight: float | None = None,
-    ) -> _FitData:
-        """Fit on trips in memory; returns what the second stage of a two-stage fit
-        reuses (the trips' features, targets and members). With ``final=False`` (the
+    ) -> FitData:
+        """Fit on trips in memory (:meth:`fit`'s work, and the first stage of
+        :func:`~vrvm.trips.model.training.fit_dataset`); returns what the second stage of a
+        two-stage fit reuses (the trips' features, targets and members). With ``final=False`` (the
         first stage of a two-stage fit) the distance scale is left to the second;
         ``n_reserve`` is the members' (:class:`VRVMRegressor`; None: ``online_reserve``),
         ``sample_weight`` the trips stood for by each trip of ``trips`` (the members'
@@ -501,7 +506,7 @@ class TravelTimeModel(BaseEstimator):
         )
         tasks = []
         for m, rows in enumerate(shard_rows):
-            params = self._member_template(kernel_widths=widths.tolist()).get_params()
+            params = self.member_template(kernel_widths=widths.tolist()).get_params()
             params["random_state"] = seeds.members[m]
             params["n_reserve"] = n_reserve
             tasks.append((m, X[rows], y[rows], d[rows], params, sample_weight))
@@ -527,8 +532,8 @@ class TravelTimeModel(BaseEstimator):
                 travel_time_s,
             ]
         )
-        data = _FitData(X, y, d, shard_of_row, shard_rows, raw)
-        self._set_relevance_trips(data)
+        data = FitData(X, y, d, shard_of_row, shard_rows, raw)
+        self.keep_relevance_trips(data)
         self.featurizer_ = featurizer
         self._online = OnlineState(None)
         self.pair_offsets_ = None
@@ -556,7 +561,7 @@ class TravelTimeModel(BaseEstimator):
         logger.info("fitted %d members in %.1f s", self.n_members, self.fit_time_s_)
         return data
 
-    def _set_relevance_trips(self, data: _FitData) -> None:
+    def keep_relevance_trips(self, data: FitData) -> None:
         """The training trips behind each member's relevance vectors (raw values)."""
         self.relevance_trip_arrays_ = [
             data.raw[rows[member.relevance_indices_]]
@@ -591,7 +596,7 @@ class TravelTimeModel(BaseEstimator):
         check_is_fitted(self, "members_")
         queries = check_trips(queries, with_target=False, name="queries")
         X, d = self.featurizer_.transform(queries)
-        predictives = self._predictives()
+        predictives = self.member_predictors()
         loc, scale = _ensemble.member_loc_scale(predictives, X, d)
         if self.pair_offsets_ is not None:
             loc += self.pair_offsets_.offset_of_trips(queries)[None, :]
@@ -625,9 +630,10 @@ class TravelTimeModel(BaseEstimator):
         d = self.featurizer_.distance_column(km)
         return scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)
 
-    def _predictives(self) -> list:
-        """The members' compact predictive models (see ``VRVMRegressor.predict_dist``)."""
-        return [member._predictor for member in self.members_]
+    def member_predictors(self) -> list:
+        """The members' compact predictive models (:attr:`VRVMRegressor.predictor_`), in
+        member order: what the spread, the pair offsets and online updates evaluate."""
+        return [member.predictor_ for member in self.members_]
 
     # ------------------------------------------------------------------ online updates
     def update(

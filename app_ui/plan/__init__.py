@@ -1,0 +1,1 @@
+"""The Plan page's sections: arrive by a deadline, fleet coverage, isochrones, OD matrices."""
