@@ -245,7 +245,8 @@ def test_a_boundary_file_that_fails_later_is_set_aside_not_the_map(
     features[2]["properties"]["name"] = "N" * 100_000
     document = _document(*features)
     older = ZoneFileLimits(max_property_bytes=10**9)
-    Home(home).zones.add("old",
+    Home(home).zones.add(
+        "old",
         json.dumps(document).encode(),
         non_polygons="skip",
         ids_from_order=True,
