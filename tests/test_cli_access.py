@@ -65,12 +65,14 @@ def test_update_and_activate_record_the_os_user(vrvm_home, tmp_path):
     assert run("update", str(vrvm_home), str(trips))[0] == 0
     assert run("versions", str(vrvm_home), "--activate", "1")[0] == 0
     publish, activate = Home(vrvm_home).audit.entries()[-2:]
-    assert (publish["action"], publish["kind"], publish["version"], publish["file"]) == (
+    # one audit shape whatever the door (services.versions.models.publish_model)
+    assert (publish["action"], publish["kind"], publish["version"], publish["source"]) == (
         "publish",
         "update",
         2,
         "new.csv",
     )
+    assert (publish["parent"], publish["trips"], publish["via"]) == (1, 200, "cli")
     assert (activate["action"], activate["version"], activate["previous"]) == ("activate", 1, 2)
     assert {publish["who"], activate["who"]} == {os_user()}
     assert versions_table(vrvm_home).set_index("version").loc[2, "published by"] == (
