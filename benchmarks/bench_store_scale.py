@@ -107,7 +107,7 @@ from vrvm.services.map import places
 imported = time.perf_counter()
 home = Path({home!r})
 demo.prepare_home(home)
-getattr(models, "Home", None) and models.Home(home).heal()
+models.Home(home).heal()
 version, path = models.active_model_path(home)
 model = TravelTimeModel.load(path)
 trips = models.Home(home).training_trip_table(model)

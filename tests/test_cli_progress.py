@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import re
 
 import numpy as np
@@ -82,8 +83,37 @@ def test_lines_can_be_spaced_out_and_held_back():
 
 def test_unknown_totals_show_counts_only():
     stream = Terminal()
-    ProgressBar(stream)(1200, 0, 3.0, "queries")
+    bar = ProgressBar(stream)
+    bar(1200, 0, 3.0, "queries")
     assert stream.getvalue() == "\rqueries 1,200  3.0 s"
+    bar.close()
+    assert stream.getvalue() == "\rqueries 1,200  3.0 s\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+@pytest.mark.parametrize("columns", [0, 50])
+def test_the_bar_fits_the_terminal_and_keeps_the_time_left(columns):
+    # 50 columns: the bar narrows so the line does not wrap; 0 x 0, as some
+    # pseudo-terminals report (script, CI runners): the bar is drawn all the same.
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 0, columns, 0, 0))
+    with open(slave, "w", encoding="utf-8") as stream:
+        bar = ProgressBar(stream)
+        bar(2, 5, 2.0, "queries")
+        bar(5, 5, 5.0, "queries")
+    text = os.read(master, 4096).decode()
+    os.close(master)
+    frames = [f.rstrip() for f in text.replace("\r\n", "\n").split("\r") if f.strip()]
+    if columns:
+        assert frames[0] == "queries [####------] 2/5  2.0 s, about 3.0 s left"
+        assert max(len(f) for f in frames) < columns
+    else:
+        assert frames[0] == f"queries [{'#' * 12}{'-' * 18}] 2/5  2.0 s, about 3.0 s left"
+    assert frames[-1].startswith("queries [") and frames[-1].endswith("] 5/5  5.0 s")
 
 
 # ------------------------------------------------------------------------------- train

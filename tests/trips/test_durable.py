@@ -6,10 +6,17 @@ import errno
 import json
 import os
 import pickle
+import re
 
 import pytest
 
-from vrvm.trips.store.durable import StorageError, atomic_write, atomic_write_json, exclusive_lock
+from vrvm.trips.store.durable import (
+    HOLDER_RECORD_BYTES,
+    StorageError,
+    atomic_write,
+    atomic_write_json,
+    exclusive_lock,
+)
 
 
 def test_atomic_write_replaces_the_file_and_leaves_nothing_else(tmp_path):
@@ -64,6 +71,18 @@ def test_exclusive_lock_excludes_other_holders_and_creates_its_file(tmp_path):
             fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     with open(path, "a+b") as other:  # released on exit
         fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_the_lock_file_names_its_holder_in_place(tmp_path):
+    # Written over the start of the file, never truncated (a truncated and rewritten file
+    # is flushed on close by ext4): one fixed-size record, whatever was there before.
+    path = tmp_path / ".lock"
+    path.write_text("not a holder record " * 20)
+    for _ in range(2):
+        with exclusive_lock(path):
+            text = path.read_text()
+        assert len(text) == HOLDER_RECORD_BYTES and text.endswith("\n")
+        assert re.fullmatch(rf"pid {os.getpid()} since \d{{4}}-\d\d-\d\dT[\d:]+Z *\n", text)
 
 
 # ------------------------------------------------------------ storage errors

@@ -120,12 +120,68 @@ def test_ambiguous_start_times_are_an_error_not_a_guess():
         ([52740, 3000], "auto", [52740.0, 3000.0]),
         ([1430, 900], "seconds", [1430.0, 900.0]),
         (["24:00", "13:00 PM", "7:60", "x"], "auto", [np.nan] * 4),
+        (["0:30 AM", "8:15:30.", "8 :15"], "hh:mm", [np.nan] * 3),
+        (["8:5", "8:05:7", "08:15:7.5"], "hh:mm", [np.nan] * 3),  # one-digit minutes, seconds: cut
         ([24.5, -1.0], "hours", [np.nan] * 2),
     ],
 )
 def test_clock_formats(values, fmt, expected):
     got = parse_clock_s(pd.Series(values, dtype=object), fmt)
     np.testing.assert_array_equal(got, expected)
+
+
+def test_half_day_suffixes_as_files_write_them():
+    # strptime's %p reads "PM" and "pm" after a space; the rest is rewritten for it.
+    values = ["1:05pm", "1:05 p.m.", "1:05 P. M.", "12:00 a.m.", "12:00AM", "1:05:30.5 PM"]
+    got = parse_clock_s(pd.Series(values), "hh:mm")
+    np.testing.assert_array_equal(got, [47100.0, 47100.0, 47100.0, 0.0, 0.0, 47130.5])
+
+
+def test_leap_seconds_are_unreadable_not_moved_to_the_next_minute():
+    # strptime takes seconds 60 and 61 and pandas moves them on: a clock has no such second.
+    clocks = ["23:59:60", "8:15:61", "8:15:60.5", "11:59:60 PM", "8:16:00", "8:16:01"]
+    got = parse_clock_s(pd.Series(clocks), "hh:mm")
+    np.testing.assert_array_equal(got, [np.nan] * 4 + [29760.0, 29761.0])
+    days, clock, _ = parse_date_text(pd.Series(["31-12-2016 23:59:60", "31-12-2016 23:59:59"]))
+    assert str(days[0])[:10] == "2016-12-31" and np.isnan(clock[0]) and clock[1] == 86399.0
+
+
+def test_dates_beyond_what_nanoseconds_hold_are_unreadable_never_wrapped():
+    values = pd.Series(["1-1-2300", "12-4-2262", "11-4-2262", "1-1-1600"])
+    days, _, _ = parse_date_text(values, "dayfirst")
+    assert np.isnat(days[[0, 1, 3]]).all() and str(days[2])[:10] == "2262-04-11"
+    # Inside what pandas holds but outside 1970-2100: read, then dropped as out of range.
+    dates = ["16-3-2016", "1-1-2200", "1-1-2300"] + [f"{d}-4-2016" for d in range(1, 29)]
+    text = f"day,time,secs,{COORDS}\n" + "".join(f"{d},8:00,600,{A}\n" for d in dates)
+    roles = {"start_date": "day", "start_clock": "time", "travel_time_s": "secs"}
+    _, report = _read(text, column_map=roles, row_numbers=True, cleaning={"drop_duplicates": False})
+    assert report.examples["out_of_range_time"] == [3]
+    assert report.examples["unparseable_time"] == [4]
+
+
+def test_dates_and_clocks_apart_by_white_space_or_a_t():
+    values = ["16-03-2016T14:39", "1-4-2016  8:00", "1-4-2016\t8:00 pm", "2-4-2016", ""]
+    days, clock, order = parse_date_text(pd.Series(values))
+    assert [str(d)[:10] for d in days[:4]] == [
+        "2016-03-16",
+        "2016-04-01",
+        "2016-04-01",
+        "2016-04-02",
+    ]
+    assert np.isnat(days[4]) and order == "dayfirst"
+    np.testing.assert_array_equal(clock, [52740.0, 28800.0, 72000.0, 0.0, 0.0])
+
+
+def test_wall_clock_times_around_daylight_saving_read_as_before():
+    # Repeated hour (6 Nov 2016, 01:30 twice in New York): the first, daylight-time one;
+    # the spring-forward gap (13 Mar 2016, 02:30 never happens): moved on to 03:00 EDT.
+    text = (
+        f"start,secs,{COORDS}\n06/11/2016 01:30,600,{A}\n13/03/2016 02:30,600,{A}\n"
+        f"16/03/2016 08:00,600,{A}\n"
+    )
+    trips, _ = _read(text, column_map={"start_time": "start", "travel_time_s": "secs"})
+    utc = trips["start_time"].dt.tz_convert("UTC").dt.strftime("%Y-%m-%d %H:%M").tolist()
+    assert utc == ["2016-11-06 05:30", "2016-03-13 07:00", "2016-03-16 12:00"]
 
 
 def test_hhmm_numbers_are_asked_about():

@@ -167,6 +167,7 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
         where = str(model.save(args.out or target))
     else:
         home = home_of(root)
+        elapsed = 0.0  # set by update(), which runs under the store's lock
 
         def update(model: TravelTimeModel) -> dict:
             nonlocal elapsed
@@ -184,7 +185,6 @@ def _cmd_update(args, stdout: IO[str], stderr: IO[str]) -> int:
                 "assign": args.assign,
             }
 
-        elapsed = 0.0
         version, parent, model = update_active_version(
             home, update, by=cli_access(), store=_open_store(root, args.wait)
         )

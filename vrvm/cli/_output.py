@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,11 +49,23 @@ class ProgressBar:
 
         members [############------------------] 3/8  41 s, about 1 min 08 s left
 
-    On a terminal the bar is redrawn in place and ends its line when the phase is
-    done; elsewhere (a log file, a pipe) each report is one line, ``members: 3/8 done
+    On a terminal ``tqdm`` draws the bar in place and ends its line when the phase is
+    done; the bar narrows on a narrow terminal so that the line never wraps and the time
+    left stays whole, and a terminal that hangs up (EIO) silences it instead of stopping
+    the work. Elsewhere (a log file, a pipe) each report is one line, ``members: 3/8 done
     (41 s, about 1 min 08 s left)``, at most one every ``every_s`` seconds besides the
     last of each phase. Nothing is shown before ``delay_s`` seconds (work that ends
     sooner shows nothing).
+
+    Notes
+    -----
+    What is said stays vrvm's: the times are the work's own clock (``elapsed_s``, from
+    the start of the whole fit) and the pace of the current phase (:class:`TimeLeft`),
+    which tqdm cannot know (it times each bar from its own first frame and smooths the
+    rate over recent steps); tqdm draws the bar, the count and that text. The lines for
+    logs stay vrvm's too: tqdm writes carriage-return frames, not one line per report.
+    A frame costs 0.1-0.3 ms with tqdm against 0.005-0.01 ms before (BENCHMARKS.md, "CLI
+    progress"): nothing beside the one frame per batch of queries or per fitted member.
     """
 
     def __init__(self, stream: IO[str], width: int = 30, *, every_s: float = 0.0, delay_s=0.0):
@@ -61,7 +75,7 @@ class ProgressBar:
         self.delay_s = delay_s
         self.interactive = bool(getattr(stream, "isatty", lambda: False)())
         self.time_left = TimeLeft()
-        self._open_width = 0  # characters of an unfinished terminal line
+        self._bar = None  # the phase's terminal bar (tqdm), while it is open
         self._shown_s = -math.inf
 
     def __call__(self, done: int, total: int, elapsed_s: float, phase: str = "members") -> None:
@@ -79,25 +93,97 @@ class ProgressBar:
             self.stream.write(f"{phase}: {count} done ({timing})\n")
             self.stream.flush()
             return
-        if new_phase and self._open_width:
-            self.stream.write("\n")
-            self._open_width = 0
-        if total > 0:
-            filled = min(round(self.width * done / total), self.width)
-            line = f"{phase} [{'#' * filled}{'-' * (self.width - filled)}] {count}  {timing}"
+        if new_phase:
+            self.close()
+        if self._bar is None:
+            self._bar = _terminal_bar(self.stream, phase, done, total, self.width, count, timing)
         else:
-            line = f"{phase} {count}  {timing}"
-        pad = " " * max(self._open_width - len(line), 0)  # wipe a longer line drawn before
-        self.stream.write(f"\r{line}{pad}" + ("\n" if finished else ""))
-        self._open_width = 0 if finished else len(line)
-        self.stream.flush()
+            self._bar.show(done, count, timing, draw=not finished)
+        if finished:
+            self.close()  # draws the last frame and ends its line
 
     def close(self) -> None:
         """End a bar left unfinished (work stopped early), so later output starts afresh."""
-        if self._open_width:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._open_width = 0
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+@functools.cache
+def _terminal_bar_class() -> type:
+    """tqdm's bar, drawing the count and the timing vrvm computed; imported on first use."""
+    from tqdm import tqdm  # only when a terminal shows a bar: its import takes 5-12 ms
+    from tqdm.utils import disp_len
+
+    class TerminalBar(tqdm):
+        monitor_interval = 0  # no monitor thread: vrvm reports every step itself
+
+        def __init__(self, count: str, timing: str, *, bar_width: int, **kwargs) -> None:
+            self.count, self.timing, self.bar_width = count, timing, bar_width
+            super().__init__(**kwargs)
+
+        @property
+        def format_dict(self):
+            # The text vrvm computed, and a width that leaves it whole: the bar gives way
+            # on a narrow terminal (tqdm would cut the end of the line, the time left).
+            text = disp_len(f"{self.desc} [] {self.count}  {self.timing}")
+            room = _columns(self.fp)
+            if self.total is None:
+                ncols = room
+            elif room is None:
+                ncols = text + self.bar_width
+            else:
+                ncols = text + max(1, min(self.bar_width, room - text))
+            shown = {"count": self.count, "timing": self.timing, "ncols": ncols}
+            return {**super().format_dict, **shown}
+
+        def display(self, msg=None, pos=None):
+            # close() draws the bar again before ending its line: draw each frame once.
+            shown = self.__str__() if msg is None else msg
+            if shown == getattr(self, "_shown", None):
+                return True
+            self._shown = shown
+            return super().display(msg=shown, pos=pos)
+
+        def show(self, done: int, count: str, timing: str, *, draw: bool = True) -> None:
+            self.n, self.count, self.timing = done, count, timing
+            if draw:
+                self.refresh()
+
+    return TerminalBar
+
+
+def _terminal_bar(stream: IO[str], phase: str, done: int, total: int, width: int, count, timing):
+    """A bar drawing ``phase [###---] count  timing`` on ``stream``, from ``done`` on."""
+    return _terminal_bar_class()(
+        count,
+        timing,
+        bar_width=width,
+        desc=phase,
+        total=total if total > 0 else None,
+        initial=done,
+        file=stream,
+        bar_format="{desc} [{bar}] {count}  {timing}" if total > 0 else "{desc} {count}  {timing}",
+        ascii="-#",  # filled '#', empty '-', on any terminal
+        position=0,  # one bar at a time, at the cursor: no cursor movement
+        nrows=20,  # tqdm's default; its own reading says 0 rows on some pseudo-terminals
+        leave=True,
+        mininterval=0,  # ProgressBar decides when to draw
+    )
+
+
+def _columns(stream) -> int | None:
+    """The width a line may take on ``stream``'s terminal (tqdm's ``ncols``), None: unknown.
+
+    Read at every frame (the terminal may be resized). Not tqdm's ``dynamic_ncols``: a
+    pseudo-terminal that reports a size of 0 x 0 (``script``, some CI runners) gives it
+    -1 columns and -1 rows, and then tqdm draws nothing at all.
+    """
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):  # not a file, or not a terminal
+        return None
+    return columns - 1 if columns > 1 else None  # a full last column wraps on some
 
 
 def print_report(report: CleaningReport, what: str, stderr: IO[str]) -> None:

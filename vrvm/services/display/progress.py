@@ -10,7 +10,10 @@ zone-pair offsets); ``vrvm predict`` reports
 "queries". :class:`TimeLeft` keeps where each phase started and estimates the
 seconds it has left; :func:`describe_step` and :func:`describe_progress` say it in
 words, for the command line's bar and the dashboard's ``st.progress`` alike
-(:meth:`TimeLeft.say`).
+(:meth:`TimeLeft.say`). The estimate is computed here, not by the bar library
+(``tqdm`` draws the command line's bar): only the caller knows the work's clock
+(``elapsed_s`` counts from the start of the whole work, also before a bar shows) and
+where a phase starts, where tqdm times each bar from its own first frame.
 """
 
 from __future__ import annotations

@@ -250,9 +250,15 @@ def publish_model(
     """
     if by is not None:
         by.require("publish")
-    store = Home(home).models if store is None else store
+    return _publish(home, model, metrics, info, training_trips, built_on, by, store)
+
+
+def _publish(home, model, metrics, info, training_trips, built_on, by, store) -> int:
+    """:func:`publish_model` once ``by`` may publish."""
+    place = Home(home)
+    store = place.models if store is None else store
     if training_trips is not None:
-        Home(home).save_training_trips(training_trips)
+        place.save_training_trips(training_trips)
     details = dict(info)
     details.setdefault("name", model_name(model))
     details.setdefault("metrics", compact_metrics(metrics))
@@ -316,9 +322,7 @@ def update_active_version(
             raise ValueError(f"{store.root}: the model store has no active version to update")
         model = TravelTimeModel.load(store.path(parent))
         info = {**update(model), "parent": parent}
-        version = publish_model(
-            home, model, metrics=None, info=info, built_on=parent, by=by, store=store
-        )
+        version = _publish(home, model, None, info, None, parent, by, store)
     return version, parent, model
 
 

@@ -7,10 +7,10 @@ detections look at - never the rows themselves:
 
 * per distinct value, a *signature*: the facts that route it through the parsers and
   that the detections test (a finite number? a valid Unix time in s / in ms? an
-  offset, and does it parse? ISO (or the strftime pattern) parses it? date parts,
-  four digits first, first part > 12, second part > 12, valid day-first / month-first
-  / ISO date?). Every decision is an "any" over such facts, and every message quotes
-  the first value with one, so the first value of each signature is all that is kept;
+  offset, and does it parse? ISO (or the strftime pattern) parses it? does it read as
+  an ISO, a day-first, a month-first date, and the clock after it as a clock?). Every
+  decision is an "any" over such facts, and every message quotes the first value with
+  one, so the first value of each signature is all that is kept;
 * the first 100 non-empty values (which decide whether numbers come first);
 * counts that settle the median of the Unix numbers exactly (milliseconds or seconds)
   without keeping them (:class:`UnitStats`);
@@ -37,7 +37,6 @@ from vrvm.trips.files.formats import (
     TimeFormatError,
     TimeFormats,
     date_text_flags,
-    parse_date_text,
 )
 from vrvm.trips.files.layouts import Layout
 from vrvm.trips.files.parsing import (
@@ -121,14 +120,10 @@ def _text_facts(text: pd.Series, formats: TimeFormats, found: dict[str, np.ndarr
 
 
 def _date_signature(text: pd.Series) -> np.ndarray:
-    """Bits 6-12 of a signature: what decides and what survives the date order."""
+    """Bits 6-9 of a signature: what each date order reads, and whether the clock does."""
     sig = np.zeros(len(text), dtype=np.int64)
-    for bit, flag in enumerate(date_text_flags(text), start=6):
+    for bit, flag in enumerate(date_text_flags(text.reset_index(drop=True)), start=6):
         sig |= flag.astype(np.int64) << bit
-    for bit, order in enumerate(("iso", "dayfirst", "monthfirst"), start=10):
-        days, clock_s, _ = parse_date_text(text.reset_index(drop=True), order)
-        valid = ~np.isnat(days) & np.isfinite(clock_s)
-        sig |= valid.astype(np.int64) << bit
     return sig
 
 

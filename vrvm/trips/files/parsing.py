@@ -14,6 +14,13 @@ with a ``weekday``: such trips are placed in the reference week
 (:data:`vrvm.trips.table.REFERENCE_MONDAY`). Dates, clocks and weekdays are read by
 :mod:`vrvm.trips.files.formats`.
 
+Text is read by pandas (``format="ISO8601"``, a stated strftime pattern, or the explicit
+patterns of :mod:`vrvm.trips.files.formats`). Unix numbers stay own arithmetic
+(:func:`_unix_to_utc`, whole and fractional seconds apart): ``pandas.to_datetime(...,
+unit="s")`` was 6 times slower on 3 million numbers (2.5 s against 0.42 s) and 1 ns
+short on 1.3 % of them (those with a fraction, Unix milliseconds among them), where
+this rounds to the nearest nanosecond of the number.
+
 Time zones
 ----------
 Times without an offset ("naive" text or datetimes) are read as wall-clock times in

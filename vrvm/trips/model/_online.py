@@ -28,7 +28,6 @@ import pandas as pd
 
 from vrvm.engine.growing import GrowingBasis
 from vrvm.trips.model._ensemble import member_loc_scale
-from vrvm.trips.model._spread import has_spread_model, refit_spread
 
 __all__ = ["SCALE_REFIT_TRIPS", "SCALE_STREAM_ROWS", "OnlineState", "record_history"]
 
@@ -78,7 +77,7 @@ class OnlineState:
     def record(self, model, loc, scale, y: np.ndarray, d: np.ndarray) -> None:
         """Keep the members' predictions of new trips (``loc``, ``scale``: see
         :func:`predictions`), made before they learn them."""
-        if not has_spread_model(model):
+        if not model.spread_.learns:
             return
         self._loc.append(loc)
         self._scale.append(scale)
@@ -90,7 +89,7 @@ class OnlineState:
     def predictions(model, X: np.ndarray, d: np.ndarray):
         """The members' locations and scales of new trips, (M, n) each, or ``(None,
         None)`` when neither the spread model nor the pair offsets need them."""
-        if not has_spread_model(model) and model.pair_offsets_ is None:
+        if not model.spread_.learns and model.pair_offsets_ is None:
             return None, None
         return member_loc_scale(model.member_predictors(), X, d)
 
@@ -119,7 +118,9 @@ class OnlineState:
         d = np.concatenate(self._d)[-SCALE_STREAM_ROWS:]
         self._loc, self._scale, self._y, self._d = [loc], [scale], [y], [d]
         self.since_scale = 0
-        refit_spread(model, loc, scale, y, np.ones(loc.shape, bool), d, source="stream")
+        model.spread_.refit(
+            model.member_predictors(), loc, scale, y, np.ones(loc.shape, bool), d, source="stream"
+        )
         return True
 
 

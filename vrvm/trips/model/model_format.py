@@ -37,6 +37,7 @@ import pandas as pd
 
 from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips.model._ensemble import RELEVANCE_TRIP_COLUMNS
+from vrvm.trips.model._spread import Spread
 from vrvm.trips.model.features import TripFeaturizer
 from vrvm.trips.model.pair_offsets import PairOffsets
 from vrvm.trips.store.model_dir import ModelFormatError, load_model_dir, save_model_dir
@@ -107,12 +108,7 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
         "fit_time_s": float(model.fit_time_s_),
         "training_summary": model.training_summary_,
         "metrics": dict(metrics) if metrics is not None else model.metrics_,
-        "noise_scale": {
-            "coef": [float(c) for c in model.noise_scale_coef_],
-            "d_range": [float(v) for v in model.noise_scale_range_],
-            "score": dict(model.noise_scale_score_),
-            "twin": float(model.twin_scale_),
-        },
+        "noise_scale": model.spread_.to_state(),
         "pair_offsets": pair_meta,
         "n_updates": int(model.n_updates_),
         "update_history": list(model.update_history_),
@@ -188,17 +184,11 @@ def load_model(cls, path: str | os.PathLike[str]):
         if scale is None:  # format 1: members' own noise, no distance scale
             model.noise_model = "constant"
             scale = {"coef": [0.0, 0.0, 0.0], "d_range": [0.0, 0.0], "score": {}}
-        model.noise_scale_coef_ = np.asarray(scale["coef"], dtype=np.float64).reshape(3)
-        low, high = (float(v) for v in scale["d_range"])
-        model.noise_scale_range_ = (low, high)
-        model.noise_scale_score_ = dict(scale["score"])
-        if not (np.all(np.isfinite(model.noise_scale_coef_)) and low <= high):
-            raise ValueError("noise_scale holds non-finite coefficients or an empty range")
         if "twin" not in scale:  # before format 5: one component per member
             model.twin_scales = False
-        model.twin_scale_ = float(scale.get("twin", 0.0))
-        if not (np.isfinite(model.twin_scale_) and model.twin_scale_ >= 0):
-            raise ValueError(f"noise_scale.twin must be a number >= 0, got {model.twin_scale_}")
+        model.spread_ = Spread.from_state(
+            scale, distance=model.noise_model != "constant", twins=bool(model.twin_scales)
+        )
         if model.target != meta["target"]:
             raise ValueError("target does not match the stored parameters")
     except ModelFormatError:

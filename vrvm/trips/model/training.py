@@ -64,7 +64,6 @@ from vrvm.trips.model._outofcore import (
     part_statistics,
     sample_part,
 )
-from vrvm.trips.model._spread import fit_spread
 from vrvm.trips.model.pair_offsets import PairOffsets, offset_resolutions, out_of_shard_residual
 from vrvm.trips.table import check_trips, trip_provenance
 
@@ -276,8 +275,13 @@ def fit_dataset(
             plan = dataclasses.replace(plan, members=model.members_)
             loo = _pair_offsets(model, fitted, plan, rate, dataset, report("offsets"), options)
         # the distance and twin scales of what the offsets leave, out of shard on the sample
-        fit_spread(
-            model, fitted.X, fitted.y - loo, fitted.d, fitted.shard_of_row, seeds.noise_scale
+        model.spread_ = model.new_spread().fit(
+            model.member_predictors(),
+            fitted.X,
+            fitted.y - loo,
+            fitted.d,
+            fitted.shard_of_row,
+            seeds.noise_scale,
         )
     _second_stage(model, total, fitted, train, provenance, spec, dataset, weight)
     model.fit_time_s_ = time.perf_counter() - started

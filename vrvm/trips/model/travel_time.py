@@ -28,14 +28,13 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from vrvm.engine.calibration import scale_multiplier
 from vrvm.engine.metrics import DEFAULT_LEVELS, evaluate_distribution
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.engine.regressor import VRVMRegressor
 from vrvm.engine.validation import FORGETTING, SEED, check_params, integer, one_of, real
 from vrvm.trips.model import _ensemble, model_format
 from vrvm.trips.model._online import OnlineState, record_history
-from vrvm.trips.model._spread import fit_spread, predictive
+from vrvm.trips.model._spread import Spread
 from vrvm.trips.model.features import TripFeaturizer
 from vrvm.trips.model.pair_offsets import ENDS, fit_model_offsets
 from vrvm.trips.places.zones import stratified_shards, trip_strata
@@ -258,6 +257,9 @@ class TravelTimeModel(BaseEstimator):
         Trips per member.
     n_relevance_ : ndarray of int
         Relevance vectors per member.
+    spread_ : Spread
+        The spread it puts around its members (the distance scale and twin scales),
+        fitted out of shard; the four attributes below read it.
     noise_scale_coef_ : ndarray of shape (3,)
         c of the distance scale g(x) = exp(c0 + c1 u + c2 u^2) (zeros: no scaling).
     noise_scale_range_ : tuple of float
@@ -542,7 +544,9 @@ class TravelTimeModel(BaseEstimator):
             if self.pair_offsets:
                 self.pair_offsets_, loo = fit_model_offsets(self, data, resolution)
             # the distance and twin scales of what the offsets leave, out of shard
-            fit_spread(self, X, y - loo, d, shard_of_row, seeds.noise_scale)
+            self.spread_ = self.new_spread().fit(
+                self.member_predictors(), X, y - loo, d, shard_of_row, seeds.noise_scale
+            )
             if self.online_reserve > 0:
                 self._online = OnlineState(
                     [(X[r], y[r], d[r], w) for r, w in zip(shard_rows, weights, strict=True)]
@@ -600,7 +604,9 @@ class TravelTimeModel(BaseEstimator):
         loc, scale = _ensemble.member_loc_scale(predictives, X, d)
         if self.pair_offsets_ is not None:
             loc += self.pair_offsets_.offset_of_trips(queries)[None, :]
-        return predictive(self, loc, scale, d)
+        return self.spread_.mixture(
+            self.member_predictors(), loc, scale, d, log=self.target == "log"
+        )
 
     def noise_scale_at(self, km) -> np.ndarray:
         """Factor g(x) by which the distance scale multiplies the members' spread.
@@ -628,7 +634,32 @@ class TravelTimeModel(BaseEstimator):
         if np.any(~np.isfinite(km)) or np.any(km < 0):
             raise ValueError("km must be finite distances >= 0")
         d = self.featurizer_.distance_column(km)
-        return scale_multiplier(self.noise_scale_coef_, d, self.noise_scale_range_)
+        return self.spread_.multiplier(d)
+
+    def new_spread(self) -> Spread:
+        """An unfitted :class:`Spread` with this model's settings (``noise_model``,
+        ``twin_scales``)."""
+        return Spread(distance=self.noise_model != "constant", twins=bool(self.twin_scales))
+
+    @property
+    def noise_scale_coef_(self) -> np.ndarray:
+        """c of the distance scale (``spread_.coef``)."""
+        return self.spread_.coef
+
+    @property
+    def noise_scale_range_(self) -> tuple[float, float]:
+        """Training range of the distance column (``spread_.d_range``)."""
+        return self.spread_.d_range
+
+    @property
+    def twin_scale_(self) -> float:
+        """a of the twin scales (``spread_.twin``)."""
+        return self.spread_.twin
+
+    @property
+    def noise_scale_score_(self) -> dict:
+        """The spread's out-of-shard score (``spread_.score``)."""
+        return self.spread_.score
 
     def member_predictors(self) -> list:
         """The members' compact predictive models (:attr:`VRVMRegressor.predictor_`), in
