@@ -37,7 +37,8 @@ def test_export_snaps_by_default_at_a_measured_cost_and_records_who(vrvm_home, t
         "cli",
     )
     assert entry["snapped"] is True and entry["resolution"] == resolution
-    assert 0 <= entry["cost"] <= 0.02 or entry["resolution"] == 10
+    # the cost is measured, so it may come out a hair below zero (snapping smoothed)
+    assert -0.01 <= entry["cost"] <= 0.02 or entry["resolution"] == 10
 
 
 def test_export_raw_and_from_a_model_directory(vrvm_home, tmp_path):

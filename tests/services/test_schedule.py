@@ -75,10 +75,16 @@ def test_it_is_a_search_not_the_deadline_minus_a_quantile(tiny_model, pair, scan
     answer = schedule.arrive_by(tiny_model, *pair, DEADLINE, 0.95)
     at_deadline = tiny_model.predict_dist(queries(*pair, [DEADLINE]))
     naive = DEADLINE - pd.Timedelta(seconds=float(at_deadline.ppf(0.95)[0]))
-    assert abs((naive - answer.departure).total_seconds()) > 1
+    # the premise: leaving at the answer is another trip than leaving at the deadline
+    at_answer = tiny_model.predict_dist(queries(*pair, [answer.departure]))
+    assert at_answer.ppf(0.95)[0] != at_deadline.ppf(0.95)[0]
+    assert naive != answer.departure
     _, probs = scan
     naive_lead = math.ceil((DEADLINE - naive).total_seconds())
-    assert (probs[naive_lead] >= 0.95) == (naive <= answer.departure)
+    # on the search's whole seconds: leaving at the naive second meets p only if it is
+    # not later than the answer
+    naive_second = DEADLINE - pd.Timedelta(seconds=naive_lead)
+    assert (probs[naive_lead] >= 0.95) == (naive_second <= answer.departure)
 
 
 def test_the_curve_is_the_on_time_probability_per_departure(tiny_model, pair, scan):

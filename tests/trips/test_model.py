@@ -135,9 +135,11 @@ def test_median_lies_inside_every_central_interval(model, queries):
 def test_fast_predictive_matches_the_members(model, queries):
     dist = model.predict_dist(queries)
     X, d = model.featurizer_.transform(queries)
-    # every member's location moved by the trip's zone-pair offset (0 without offsets)
-    assert model.pair_offsets_ is not None
+    # every member's location moved by the trip's zone-pair offset and by the location
+    # stage's boosted location (less its centre)
+    assert model.pair_offsets_ is not None and model.location_ is not None
     offset = model.pair_offsets_.offset_of_trips(queries)
+    offset = offset + model.location_.offset(model.featurizer_, queries, X, d)
     a, n_members = model.twin_scale_, len(model.members_)
     assert a > 0
     for m, member in enumerate(model.members_):
@@ -253,7 +255,7 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == FORMAT_VERSION == 5
+    assert manifest["format_version"] == FORMAT_VERSION == 6
     meta = manifest["metadata"]
     assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
     assert meta["noise_scale"]["twin"] == model.twin_scale_ == loaded.twin_scale_ > 0

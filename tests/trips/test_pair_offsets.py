@@ -157,8 +157,12 @@ def test_offsets_are_saved_and_updates_learn_what_they_leave(slow_pair, tmp_path
         loaded.update(batch, assign="all")
     finally:
         type(member)._update = real
-    expected = np.log(batch["travel_time_s"].to_numpy()) - loaded.pair_offsets_.offset_of_trips(
-        batch
+    # ... and less the location stage's location
+    X, d = loaded.featurizer_.transform(batch)
+    expected = (
+        np.log(batch["travel_time_s"].to_numpy())
+        - loaded.pair_offsets_.offset_of_trips(batch)
+        - loaded.location_.offset(loaded.featurizer_, batch, X, d)
     )
     np.testing.assert_allclose(seen[0], expected)
 

@@ -58,6 +58,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         subsample_size=args.subsample_size,
         stage_one_evidence=args.stage_one_evidence,
         pair_offsets=args.pair_offsets,
+        location_stage=args.location_stage,
         random_state=args.seed,
     )
     # Without --seed the split is still recorded, so it can be repeated.
@@ -91,6 +92,11 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             else ""
         ),
     ]
+    if (stage := model.location_) is not None:
+        lines.append(
+            f"location stage: {stage.trees_.roots.size} boosted trees, out-of-fold RMSE "
+            f"{stage.oof_rmse_:.3f} on log seconds"
+        )
     if (offsets := model.pair_offsets_) is not None:
         lines.append(
             "zone-pair offsets: "

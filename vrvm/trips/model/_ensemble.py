@@ -94,7 +94,8 @@ def member_loc(predictives, X, d) -> np.ndarray:
 
 
 class Seeds:
-    """Independent seeds for sharding, width selection, each member and the scale model.
+    """Independent seeds for sharding, width selection, each member, the scale model,
+    the two-stage deal and the location stage.
 
     Spawned from one :class:`numpy.random.SeedSequence`, so a fixed ``random_state``
     reproduces everything whatever the number of jobs or the backend.
@@ -105,13 +106,15 @@ class Seeds:
             random_state = int(random_state.integers(2**63))
         # spawned children do not depend on how many are spawned: adding the last one
         # (the scale model's subsample) left the earlier seeds unchanged
-        children = np.random.SeedSequence(random_state).spawn(4 + n_members)
+        children = np.random.SeedSequence(random_state).spawn(5 + n_members)
         self.shards = self._int(children[0])
         self.selection = self._int(children[1])
         self.members = [self._int(m) for m in children[2 : 2 + n_members]]
         self.noise_scale = self._int(children[2 + n_members])
         # which trips a two-stage fit samples, holds out and deals to which member
         self.rows = self._int(children[3 + n_members])
+        # the location stage's folds and early-stopping slices
+        self.location = self._int(children[4 + n_members])
 
     @staticmethod
     def _int(seq: np.random.SeedSequence) -> int:

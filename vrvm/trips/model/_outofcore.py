@@ -247,6 +247,7 @@ class StatisticsPlan:
     holdout: float
     center: tuple[float, float] | None
     forced: dict[int, tuple[np.ndarray, np.ndarray]]
+    location: object = None  # the model's location stage (the members learn what it leaves)
 
 
 @dataclass
@@ -310,6 +311,8 @@ def _dealt_batches(dataset, part, plan: StatisticsPlan, reports=None, keep=None)
         seconds = trips["travel_time_s"].to_numpy(np.float64)
         y = np.log(seconds) if plan.log_target else seconds
         X, d = plan.featurizer.transform(trips)
+        if plan.location is not None:
+            y = y - plan.location.offset(plan.featurizer, trips, X, d)
         yield _Batch(trips, seconds, y, X, d, _dealt(plan, part.file, rows, forced))
 
 

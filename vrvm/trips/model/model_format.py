@@ -16,7 +16,11 @@ with ``shard_weight=1``. Version 4 added the zone-pair offsets (``pair_offsets``
 the arrays ``pairs__{level}__{origin,dest,n,offset}``); a model saved without them loads
 with ``pair_offsets=False`` and predicts as it did. Version 5 added the twin scales
 (``noise_scale.twin``, the parameter ``twin_scales``); a model saved without them loads
-with ``twin_scales=False`` and one component per member.
+with ``twin_scales=False`` and one component per member. Version 6 added the location
+stage (``location_stage``: its parameters and constants, and the arrays
+``location__{feature,threshold,left,right,value,leaf,missing_left,roots,rotation,rotation_mean}``,
+checked as trees by :meth:`~vrvm.trips.model.location.Trees.check`); a model saved
+without it loads with ``location_stage=False``.
 
 A loaded model is checked to be one that could have been fitted (issue 32): its arrays
 hold finite numbers (only the kernel widths of linear columns are NaN, and the fit's
@@ -39,6 +43,7 @@ from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips.model._ensemble import RELEVANCE_TRIP_COLUMNS
 from vrvm.trips.model._spread import Spread
 from vrvm.trips.model.features import TripFeaturizer
+from vrvm.trips.model.location import LocationStage
 from vrvm.trips.model.pair_offsets import PairOffsets
 from vrvm.trips.store.model_dir import ModelFormatError, load_model_dir, save_model_dir
 
@@ -48,8 +53,9 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
 FORMAT_NAME = "vrvm.TravelTimeModel"
 # 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None;
 # 4: the zone-pair offsets, absent is none
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 _PAIRS = "pairs"  # prefix of the pair offsets' arrays
+_LOCATION = "location"  # prefix of the location stage's arrays
 N_SELF_CHECK = 32
 """Relevance trips a loaded model must predict sanely (spread over its members)."""
 SANE_FACTOR = 1000.0
@@ -92,6 +98,10 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
     if model.pair_offsets_ is not None:
         pair_meta, pair_arrays = model.pair_offsets_.to_state()
         arrays.update({f"{_PAIRS}__{key}": value for key, value in pair_arrays.items()})
+    location_meta = None
+    if model.location_ is not None:
+        location_meta, location_arrays = model.location_.to_state()
+        arrays.update({f"{_LOCATION}__{key}": value for key, value in location_arrays.items()})
     metadata = {
         "params": _json_params(model),
         "n_members": len(model.members_),
@@ -110,6 +120,7 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
         "metrics": dict(metrics) if metrics is not None else model.metrics_,
         "noise_scale": model.spread_.to_state(),
         "pair_offsets": pair_meta,
+        "location_stage": location_meta,
         "n_updates": int(model.n_updates_),
         "update_history": list(model.update_history_),
         "members": member_meta,
@@ -138,10 +149,14 @@ def load_model(cls, path: str | os.PathLike[str]):
             raise ValueError(f"{len(meta['members'])} member records for {n_members} members")
         per_member: list[dict[str, np.ndarray]] = [{} for _ in range(n_members)]
         pair_arrays: dict[str, np.ndarray] = {}
+        location_arrays: dict[str, np.ndarray] = {}
         for key, value in arrays.items():
             prefix, sep, name = key.partition("__")
             if prefix == _PAIRS and sep:
                 pair_arrays[name] = value
+                continue
+            if prefix == _LOCATION and sep:
+                location_arrays[name] = value
                 continue
             index = int(prefix[1:]) if prefix[1:].isdigit() else -1
             if not (sep and prefix[:1] == "m" and 0 <= index < n_members):
@@ -177,6 +192,16 @@ def load_model(cls, path: str | os.PathLike[str]):
                 raise ValueError("pair-offset arrays without their metadata")
         model.pair_offsets_ = (
             None if pair_meta is None else PairOffsets.from_state(pair_meta, pair_arrays)
+        )
+        location_meta = meta.get("location_stage")
+        if location_meta is None:  # before format 6 (or fitted without): no stage
+            model.location_stage = bool(model.location_stage) and "location_stage" in meta
+            if location_arrays:
+                raise ValueError("location-stage arrays without their metadata")
+        model.location_ = (
+            None
+            if location_meta is None
+            else LocationStage.from_state(location_meta, location_arrays)
         )
         # parameters added in format 2 take their format-1 behaviour when absent
         model.distance_in_kernel = bool(model.featurizer_.distance_in_kernel)
@@ -225,8 +250,9 @@ def _check_predicts(model, path: Path) -> None:
     Finite parameters can still overflow (weights of 1e300 predict an infinite time,
     and the predictions would silently come out empty), so the model predicts up to
     :data:`N_SELF_CHECK` of its relevance trips: every component's location and scale
-    must be finite (scales positive) and every median finite and within
-    :data:`SANE_FACTOR` times the largest of their observed travel times.
+    must be finite (scales positive), and every median, the mixture's and each
+    component's, finite and within :data:`SANE_FACTOR` times the largest of their
+    observed travel times.
     """
     # not model.relevance_trips(), which also sums every column's weight (10x the time)
     raw = np.concatenate(model.relevance_trip_arrays_)
@@ -240,6 +266,8 @@ def _check_predicts(model, path: Path) -> None:
             dist = model.predict_dist(trips)
             median = dist.median()
             loc, scale = np.asarray(dist.loc), np.asarray(dist.scale)
+            # each component's own median: one absurd member moves the mixture's little
+            components = np.exp(loc) if dist.transform == "log" else loc
     except (ValueError, TypeError, OverflowError, FloatingPointError) as exc:
         raise ModelFormatError(
             f"{path} does not hold a usable TravelTimeModel: predicting the trips it was "
@@ -252,10 +280,12 @@ def _check_predicts(model, path: Path) -> None:
         and np.all(np.isfinite(median))
         and np.isfinite(observed)
         and np.all(np.abs(median) <= SANE_FACTOR * observed)
+        and np.all(np.abs(components) <= SANE_FACTOR * observed)
     )
     if not sane:
         raise ModelFormatError(
             f"{path} does not hold a usable TravelTimeModel: for trips it was trained on "
             f"(observed travel times up to {observed:g} s) it predicts medians from "
-            f"{np.min(median):g} to {np.max(median):g} s; its parameters were modified"
+            f"{np.min(median):g} to {np.max(median):g} s (its components' medians up to "
+            f"{np.max(np.abs(components)):g} s); its parameters were modified"
         )

@@ -258,6 +258,7 @@ def fit_dataset(
             spec.holdout,
             center,
             forced,
+            model.location_,
         )
         total = _ensemble.reduce_parts(
             part_statistics, dataset, parts, plan, on_done=report("statistics"), **options
