@@ -101,12 +101,8 @@ from vrvm.trips.table import check_trips, trip_provenance
 logger = logging.getLogger("explore_calibration")
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO / ".." / "shared" / "data"  # as in bench_trips.py
-CITIES = {
-    "chicago": "chicago_taxi_trips.csv",
-    "nyc": "nyc_taxi_2016_sample.csv",
-    "sf": "sf_bikeshare_2019-02_partial.csv",
-}
+# the cities and their split are bench_trips.py's (run from the repository root)
+from bench_trips import CITIES, SHARED, make_splits  # noqa: E402
 
 LEVELS = (0.5, 0.8, 0.9, 0.95)
 TAU = np.arange(1, 200) / 200.0  # the 199-quantile rule
@@ -542,13 +538,9 @@ def pit_summary(u: np.ndarray) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- a run
 def split_random(trips: pd.DataFrame, seed: int, share: float = 0.8):
-    n_train = round(share * len(trips))
-    perm = np.random.default_rng(seed).permutation(len(trips))
-
-    def take(rows):
-        return trips.iloc[np.sort(rows)].reset_index(drop=True)
-
-    return take(perm[:n_train]), take(perm[n_train:])
+    """``bench_trips.make_splits``' random split with ``seed``: (train, test)."""
+    split = make_splits(trips, share, seed)[0]
+    return split.train, split.test
 
 
 def evaluate_case(

@@ -102,13 +102,9 @@ from vrvm.trips.model.pair_offsets import ENDS
 
 logger = logging.getLogger("explore_location_stage")
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO / ".." / "shared" / "data"
-CITIES = {
-    "chicago": "chicago_taxi_trips.csv",
-    "nyc": "nyc_taxi_2016_sample.csv",
-    "sf": "sf_bikeshare_2019-02_partial.csv",
-}
+# the cities and their split are bench_trips.py's (run from the repository root)
+from bench_trips import CITIES, SHARED, make_splits  # noqa: E402
+
 #: Every TravelTimeModel here is fitted without a location stage of its own, where the
 #: library has one (``location_stage``, later than this exploration): the stage is built
 #: here, around the model.
@@ -170,14 +166,9 @@ def read_city(city: str) -> pd.DataFrame:
 
 
 def random_split(trips: pd.DataFrame, seed: int, share: float = 0.8):
-    """``bench_trips.make_splits``' random split, with any seed."""
-    n_train = round(share * len(trips))
-    perm = np.random.default_rng(seed).permutation(len(trips))
-
-    def take(rows):
-        return trips.iloc[np.sort(rows)].reset_index(drop=True)
-
-    return take(perm[:n_train]), take(perm[n_train:])
+    """``bench_trips.make_splits``' random split with ``seed``: (train, test)."""
+    split = make_splits(trips, share, seed)[0]
+    return split.train, split.test
 
 
 # ---------------------------------------------------------------------------- features
