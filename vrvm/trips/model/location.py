@@ -142,7 +142,8 @@ class Trees:
         inner = np.flatnonzero(~self.leaf)
         if np.any((self.feature[inner] < 0) | (self.feature[inner] >= n_inputs)):
             raise ValueError("location stage: a split on an input it does not have")
-        tree_end = np.repeat(ends, np.diff(np.append(self.roots, n)))
+        tree_of = self._tree_of()
+        tree_end = ends[tree_of]
         for child in (self.left[inner], self.right[inner]):
             if np.any((child <= inner) | (child >= tree_end[inner])):
                 raise ValueError("location stage: a child outside its tree or before its parent")
@@ -150,14 +151,13 @@ class Trees:
         children = np.concatenate([self.left[inner], self.right[inner]])
         if np.unique(children).size != children.size or children.size != n - self.roots.size:
             raise ValueError("location stage: nodes that do not form trees")
-        if np.any(
-            np.bincount(
-                np.repeat(np.arange(self.roots.size), np.diff(np.append(self.roots, n))),
-                weights=self.leaf,
-            )
-            > 64
-        ):
+        if np.any(np.bincount(tree_of, weights=self.leaf) > 64):
             raise ValueError("location stage: a tree of more than 64 leaves")
+
+    def _tree_of(self) -> np.ndarray:
+        """The tree of each node (trees are consecutive node ranges from their roots)."""
+        sizes = np.diff(np.append(self.roots, self.feature.size))
+        return np.repeat(np.arange(self.roots.size), sizes)
 
     @functools.cached_property
     def _scorer(self) -> tuple[list, np.ndarray, type]:
@@ -165,8 +165,7 @@ class Trees:
         masks per tree (``(splits + 1, trees)``); and each tree's leaf values in
         left-to-right order (``(trees, 64)``); and the masks' unsigned integer type."""
         n_trees = self.roots.size
-        tree_of = np.repeat(np.arange(n_trees), np.diff(np.append(self.roots, self.feature.size)))
-        position = np.zeros(self.feature.size, dtype=np.int64)  # a leaf's, left to right
+        tree_of = self._tree_of()
         first = np.zeros(self.feature.size, dtype=np.int64)  # a subtree's first leaf
         count = np.zeros(self.feature.size, dtype=np.int64)  # and how many it has
         leaf_values = np.zeros((n_trees, 64))
@@ -175,7 +174,7 @@ class Trees:
             while stack:
                 node = stack.pop()
                 if self.leaf[node]:
-                    position[node] = first[node] = next_leaf
+                    first[node] = next_leaf  # leaves numbered left to right
                     count[node] = 1
                     leaf_values[t, next_leaf] = self.value[node]
                     next_leaf += 1
@@ -372,8 +371,9 @@ class LocationStage:
         ).fit(F, y)
         self.trees_ = Trees.from_sklearn(final, F.shape[1])
         own = self.trees_(F)
-        self.baseline_ = float(np.mean(final.predict(F) - own))
-        if not np.allclose(own + self.baseline_, final.predict(F), rtol=0, atol=1e-9):
+        theirs = final.predict(F)
+        self.baseline_ = float(np.mean(theirs - own))
+        if not np.allclose(own + self.baseline_, theirs, rtol=0, atol=1e-9):
             raise RuntimeError(
                 "the location stage's trees do not reproduce scikit-learn's predictions: "
                 "this scikit-learn stores its trees differently; fit with location_stage=False"

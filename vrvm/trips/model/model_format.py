@@ -18,7 +18,7 @@ with ``pair_offsets=False`` and predicts as it did. Version 5 added the twin sca
 (``noise_scale.twin``, the parameter ``twin_scales``); a model saved without them loads
 with ``twin_scales=False`` and one component per member. Version 6 added the location
 stage (``location_stage``: its parameters and constants, and the arrays
-``location__{feature,threshold,left,right,value,leaf,missing_left,roots,rotation,rotation_mean}``,
+``location__{feature,threshold,left,right,value,leaf,roots,rotation,rotation_mean}``,
 checked as trees by :meth:`~vrvm.trips.model.location.Trees.check`); a model saved
 without it loads with ``location_stage=False``.
 
