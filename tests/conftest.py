@@ -136,3 +136,31 @@ def chicago_home(chicago_home_built, tmp_path, monkeypatch):
     shutil.copytree(chicago_home_built, home)
     monkeypatch.setenv("VRVM_HOME", str(home))
     return home
+
+
+# ----------------------------------------------------------------------------------
+# A model whose out-of-shard PITs are skewed: it predicts through a PIT map.
+# ----------------------------------------------------------------------------------
+
+
+def skewed_trips(n: int, seed: int):
+    """Synthetica's trips with skewed delays on top (a Gumbel factor on each travel
+    time): a symmetric spread cannot follow them, so the model fits a PIT map."""
+    import numpy as np
+
+    from vrvm import synthetic_city
+
+    trips = synthetic_city(n, seed=seed)
+    rng = np.random.default_rng(seed)
+    trips["travel_time_s"] = trips["travel_time_s"] * np.exp(rng.gumbel(0.0, 0.35, n))
+    return trips
+
+
+@pytest.fixture(scope="session")
+def skewed_model():
+    """Four members on 3,000 skewed trips, without the location stage (a few seconds)."""
+    from vrvm import TravelTimeModel
+
+    return TravelTimeModel(n_members=4, max_basis=60, location_stage=False, random_state=0).fit(
+        skewed_trips(3000, seed=1)
+    )

@@ -67,10 +67,11 @@ def test_train_summary_report_and_progress(workdir):
 def test_train_with_constant_noise(workdir, tmp_path):
     root, _, _ = workdir
     args = ("--out", str(tmp_path / "m"), *TRAIN_FAST, "--noise-model", "constant", "-q")
-    status, _, err = run("train", str(root / "trips.csv"), *args)
+    status, _, err = run("train", str(root / "trips.csv"), *args, "--recalibration", "none")
     assert status == 0, err
     model = TravelTimeModel.load(tmp_path / "m")
     assert model.noise_model == "constant" and not model.noise_scale_coef_.any()
+    assert model.recalibration == "none" and model.spread_.pit_map is None
 
 
 def test_predict_queries_without_travel_times(workdir, tmp_path):
@@ -457,11 +458,12 @@ def test_update_a_model_directory_and_a_store(workdir, tmp_path):
 
 def test_train_on_the_real_sf_bike_share_file_without_help(shared_data, tmp_path):
     path = shared_data("sf_bikeshare_2019-02_partial.csv")
-    status, _, err = run(
+    status, out, err = run(
         "train", str(path), "--out", str(tmp_path / "sf"), *TRAIN_FAST, "--holdout", "0.2"
     )
     assert status == 0, err
     assert "local times read in America/Los_Angeles" in err  # the report says why
+    assert "PIT map: degree" in out  # bike trips' skewed times: a map is worth it
     model = TravelTimeModel.load(tmp_path / "sf")
     assert model.tz_ == "America/Los_Angeles"
     metrics = model.metrics_
@@ -493,11 +495,12 @@ def test_train_a_parquet_file_in_two_stages_with_either_evidence(tmp_path, evide
     if evidence == "sample":  # without the offsets: two passes
         status, stdout, err = run(
             "train", str(trips), "--out", str(tmp_path / "plain"), *TRAIN_FAST,
-            "--subsample-size", "500", "--no-pair-offsets",
+            "--subsample-size", "1000", "--no-pair-offsets",
         )  # fmt: skip
         assert status == 0, err
         assert "(1 part read twice)" in stdout and "zone-pair offsets:" not in stdout
-        assert "location stage: " in stdout  # the default, fitted on the sample
+        # the default, fitted on the sample (2 x 1,000 trips: enough for the stage)
+        assert "location stage: " in stdout
         staged = TravelTimeModel.load(tmp_path / "plain")
         assert staged.pair_offsets_ is None and staged.location_ is not None
     expected = 1.5 if evidence == "1.5" else evidence

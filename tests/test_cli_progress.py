@@ -105,8 +105,19 @@ def test_the_bar_fits_the_terminal_and_keeps_the_time_left(columns):
         bar = ProgressBar(stream)
         bar(2, 5, 2.0, "queries")
         bar(5, 5, 5.0, "queries")
-    text = os.read(master, 4096).decode()
+    # the slave end is closed: read what it wrote until the pseudo-terminal says EOF (EIO
+    # on Linux); one read may return only part of it
+    chunks = []
+    for _ in range(100):
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
     os.close(master)
+    text = b"".join(chunks).decode()
     frames = [f.rstrip() for f in text.replace("\r\n", "\n").split("\r") if f.strip()]
     if columns:
         assert frames[0] == "queries [####------] 2/5  2.0 s, about 3.0 s left"

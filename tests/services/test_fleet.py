@@ -185,6 +185,9 @@ class _TwoScenarios:
 
     members_ = (0, 1)
 
+    def recalibrate(self, probability):
+        return np.asarray(probability, dtype=np.float64)  # no PIT map
+
     def predict_dist(self, queries: pd.DataFrame) -> MixtureDistribution:
         gap = np.hypot(
             queries["dest_lat"] - queries["origin_lat"], queries["dest_lon"] - queries["origin_lon"]

@@ -9,7 +9,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.trips.model.features import TripFeaturizer
-from vrvm.trips.model.location import INPUT_NAMES, LocationStage, Trees
+from vrvm.trips.model.location import INPUT_NAMES, MIN_TRIPS, LocationStage, Trees
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_state_round_trip_and_tampering(city):
 
 
 def test_a_model_with_the_stage_predicts_the_same_after_loading(tmp_path):
-    trips = synthetic_city(1500, seed=5)
+    trips = synthetic_city(2000, seed=5)
     model = TravelTimeModel(
         n_members=2, kernel_widths=[1.0, 2.0], max_basis=60, random_state=0
     ).fit(trips)
@@ -147,13 +147,20 @@ def test_a_model_with_the_stage_predicts_the_same_after_loading(tmp_path):
     assert TravelTimeModel.load(plain.save(tmp_path / "p")).location_ is None
 
 
-def test_updates_keep_the_trees_and_teach_the_members():
-    trips = synthetic_city(2000, seed=7)
+def test_few_trips_fit_no_stage():
     model = TravelTimeModel(
         n_members=2, kernel_widths=[1.0, 2.0], max_basis=60, random_state=0
-    ).fit(trips.iloc[:1500])
+    ).fit(synthetic_city(MIN_TRIPS - 1, seed=8))
+    assert model.location_stage and model.location_ is None
+
+
+def test_updates_keep_the_trees_and_teach_the_members():
+    trips = synthetic_city(2500, seed=7)
+    model = TravelTimeModel(
+        n_members=2, kernel_widths=[1.0, 2.0], max_basis=60, random_state=0
+    ).fit(trips.iloc[:2000])
     trees = model.location_.to_state()[1]["value"].copy()
-    before = model.predict(trips.iloc[1500:1510])
-    model.update(trips.iloc[1500:])
+    before = model.predict(trips.iloc[2000:2010])
+    model.update(trips.iloc[2000:])
     np.testing.assert_array_equal(model.location_.to_state()[1]["value"], trees)
-    assert not np.array_equal(model.predict(trips.iloc[1500:1510]), before)
+    assert not np.array_equal(model.predict(trips.iloc[2000:2010]), before)

@@ -255,7 +255,7 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == FORMAT_VERSION == 6
+    assert manifest["format_version"] == FORMAT_VERSION == 7
     meta = manifest["metadata"]
     assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
     assert meta["noise_scale"]["twin"] == model.twin_scale_ == loaded.twin_scale_ > 0
@@ -389,9 +389,15 @@ def test_format_1_models_load_without_the_distance_scale(model, queries, tmp_pat
 
 def test_distance_scale_is_fitted_out_of_shard_and_constant_turns_it_off(trips, queries):
     single = {**FAST, "twin_scales": False}  # one component per member
-    constant = TravelTimeModel(**{**single, "noise_model": "constant"}).fit(trips)
+    plain = {**single, "noise_model": "constant", "recalibration": "none"}  # nothing to fit
+    constant = TravelTimeModel(**plain).fit(trips)
     assert not constant.noise_scale_coef_.any() and constant.noise_scale_score_ == {}
     assert constant.twin_scale_ == 0.0
+    # a PIT map alone: the members' own spread, scored, then the map's record
+    mapped = TravelTimeModel(**{**plain, "recalibration": "auto"}).fit(trips)
+    score = mapped.noise_scale_score_
+    assert not mapped.noise_scale_coef_.any() and score["before"] == score["after"]
+    assert score["pit_map"]["n_pit"] == len(trips)
     # twin scales alone, without the distance scale
     twins = TravelTimeModel(**{**FAST, "noise_model": "constant"}).fit(trips)
     assert not twins.noise_scale_coef_.any() and twins.twin_scale_ > 0

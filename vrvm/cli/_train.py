@@ -59,6 +59,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         stage_one_evidence=args.stage_one_evidence,
         pair_offsets=args.pair_offsets,
         location_stage=args.location_stage,
+        recalibration=args.recalibration,
         random_state=args.seed,
     )
     # Without --seed the split is still recorded, so it can be repeated.
@@ -96,6 +97,14 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         lines.append(
             f"location stage: {stage.trees_.roots.size} boosted trees, out-of-fold RMSE "
             f"{stage.oof_rmse_:.3f} on log seconds"
+        )
+    if (record := model.spread_.score.get("pit_map")) is not None:
+        lines.append(
+            f"PIT map: degree {record['degree']}, out-of-shard gain "
+            f"{record['cv_gain']:.3f} nats per trip over {record['n_pit']:,} trips"
+            if model.spread_.pit_map is not None
+            else f"PIT map: none (the out-of-shard PITs are uniform to "
+            f"{max(record['cv_gain'], 0.0):.3f} nats per trip)"
         )
     if (offsets := model.pair_offsets_) is not None:
         lines.append(

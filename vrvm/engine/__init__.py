@@ -16,10 +16,12 @@ from vrvm.engine._blas import CORE_THREADS, in_threads, single_threaded_blas
 from vrvm.engine._malloc import heap_for_numerics
 from vrvm.engine._watchdog import watched_parallel
 from vrvm.engine.blr import BayesianLinearRegression
+from vrvm.engine.calibration import PitMap
 from vrvm.engine.distributions import Normal, StudentT
 from vrvm.engine.metrics import evaluate_distribution
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.engine.posterior import NormalGammaPosterior
+from vrvm.engine.recalibrated import RecalibratedMixture
 from vrvm.engine.regressor import VRVMRegressor
 
 __all__ = [
@@ -28,6 +30,8 @@ __all__ = [
     "MixtureDistribution",
     "Normal",
     "NormalGammaPosterior",
+    "PitMap",
+    "RecalibratedMixture",
     "StudentT",
     "VRVMRegressor",
     "evaluate_distribution",

@@ -51,6 +51,7 @@ import pandas as pd
 from scipy import special, stats
 
 from vrvm.engine.mixture import MixtureDistribution
+from vrvm.engine.recalibrated import RecalibratedMixture
 from vrvm.trips.model.travel_time import TravelTimeModel
 
 __all__ = [
@@ -102,7 +103,9 @@ def pool_departures(dist: MixtureDistribution, n_departures: int) -> MixtureDist
     at column ``k n + j``: the same trips at another departure time). Query ``j`` of
     the result is the uniform mixture of the M members of all ``n_departures``
     departures: M * n_departures equally weighted components, which is the travel
-    time of a departure drawn uniformly among them.
+    time of a departure drawn uniformly among them. A recalibrated predictive
+    (:class:`~vrvm.engine.recalibrated.RecalibratedMixture`) pools as the uniform
+    mixture of each departure's recalibrated predictive, (1/K) sum_k G(F_k(t)).
 
     Examples
     --------
@@ -126,13 +129,17 @@ def pool_departures(dist: MixtureDistribution, n_departures: int) -> MixtureDist
         return values.reshape(members * n_departures, n)
 
     df = None if dist.df is None else stacked(dist.df)
-    return MixtureDistribution(
+    pooled = MixtureDistribution(
         stacked(dist.loc),
         stacked(dist.scale),
         df=df,
         transform=dist.transform,
         n_members=dist.n_members * n_departures,  # blocks of twin scales stay blocks
     )
+    if isinstance(dist, RecalibratedMixture):
+        # component (m, k) sits in row m K + k: departure k's mixture is rows c % K = k
+        return RecalibratedMixture.of(pooled, dist.pit_map, groups=dist.groups * n_departures)
+    return pooled
 
 
 def night_departures(start_times, tz: str) -> pd.DatetimeIndex:
@@ -246,6 +253,26 @@ def _variance_matched_lognormal(dist: MixtureDistribution) -> MixtureDistributio
     return MixtureDistribution(dist.loc, scale, transform="log")
 
 
+#: Gauss-Legendre nodes for the tail mean of a recalibrated predictive.
+_TAIL_NODES, _TAIL_WEIGHTS = np.polynomial.legendre.leggauss(64)
+#: Upper end of its integral in x = Phi^-1(p): the tail beyond holds 1e-17 of the trips.
+_TAIL_END = 8.5
+
+
+def _recalibrated_tail_mean(dist: RecalibratedMixture, share: float) -> np.ndarray:
+    """(1/share) int_{1-share}^1 H^-1(p) dp by 64-point Gauss-Legendre quadrature in
+    x = Phi^-1(p) on [Phi^-1(1 - share), 8.5] (the integrand H^-1(Phi(x)) phi(x) is
+    smooth there; beyond 8.5 lies 1e-17 of the probability)."""
+    start = special.ndtri(1.0 - share)
+    half = 0.5 * (_TAIL_END - start)
+    x = start + half * (_TAIL_NODES + 1.0)
+    # levels past 1 - 2^-53 round to 1 (an infinite quantile): read at the last below 1
+    levels = np.minimum(special.ndtr(x), np.nextafter(1.0, 0.0))
+    quantiles = dist.ppf(levels[:, None])  # (64, n)
+    weights = half * _TAIL_WEIGHTS * stats.norm.pdf(x)
+    return weights @ quantiles / share
+
+
 def tail_mean(dist: MixtureDistribution, share: float = SLOWEST_SHARE) -> np.ndarray:
     r"""Mean of the slowest ``share`` of trips, E[T | T > t_(1-share)], per query.
 
@@ -270,6 +297,8 @@ def tail_mean(dist: MixtureDistribution, share: float = SLOWEST_SHARE) -> np.nda
     share = float(share)
     if not 0 < share < 1:
         raise ValueError(f"share must lie strictly between 0 and 1, got {share}")
+    if isinstance(dist, RecalibratedMixture):
+        return _recalibrated_tail_mean(dist, share)
     if dist.transform == "log":
         matched = _variance_matched_lognormal(dist)
         c = matched.ppf(1 - share)

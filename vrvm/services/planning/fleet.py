@@ -38,6 +38,16 @@ covering location, within 1 - 1/e of the best set of added bases (Nemhauser, Wol
 Fisher 1978). Bases are read from CSV by :mod:`vrvm.services.planning.fleet_files`, which also
 writes the downloads.
 
+A model with a PIT map (``model.spread_.pit_map``, issue 34) reads its mixture's
+probabilities through G (:meth:`~vrvm.trips.model.travel_time.TravelTimeModel.recalibrate`):
+each base's P(T <= T) is G(F_{b,z}(T)), what the Predict page says for that trip, and
+P(any base within T) is G of the probability above, so one base gives the same answer
+either way. G corrects the model's probabilities, not its members one by one, so with
+several bases this reads the members' joint answer through the map made for one trip;
+candidate gains are computed from the mapped coverages, which keeps them exact
+differences (G is not linear, so the greedy guarantee holds for the unmapped
+coverage).
+
 References
 ----------
 Church & ReVelle (1974), "The maximal covering location problem", Papers of the
@@ -517,7 +527,7 @@ def fleet_coverage(
             departure,
             60.0 * threshold_min,
         )
-        prob = cdfs.mean(axis=0)
+        prob = model.recalibrate(cdfs.mean(axis=0))
         miss = np.prod(1.0 - cdfs, axis=1)
         best = np.argmax(prob, axis=0)  # the first base listed wins a tie
         p_best = prob[best, np.arange(n_zones)]
@@ -533,7 +543,7 @@ def fleet_coverage(
         out["geometry"] = grid["geometry"].to_numpy()
     out["best_base"] = best_base
     out["p_best"] = p_best
-    out["p_any"] = 1.0 - miss.mean(axis=0)
+    out["p_any"] = model.recalibrate(1.0 - miss.mean(axis=0))
     return FleetCoverage(
         grid=out,
         bases=bases.reset_index(drop=True),
@@ -656,9 +666,9 @@ def rank_new_base(
         if unknown:
             raise ValueError(f"candidate zone(s) not in the service area: {unknown[:5]}")
         rows = np.array(sorted({index[z] for z in candidates}), dtype=np.int64)
-    weighted_miss = coverage.miss * weights  # (M, Z): w_z prod_b (1 - F_{m,b,z})
     p_best = coverage.grid["p_best"].to_numpy()
-    any_gain = np.empty(rows.size)
+    p_any_now = 1.0 - coverage.miss.mean(axis=0)  # before the map
+    any_after = np.empty(rows.size)
     best_after = np.empty(rows.size)
     per_block = max(1, int(block_pairs) // max(len(grid), 1))
     lat, lon = grid["lat"].to_numpy(float), grid["lon"].to_numpy(float)
@@ -667,16 +677,18 @@ def rank_new_base(
         cdfs = _member_cdfs(
             model, lat[block], lon[block], grid, coverage.departure, 60.0 * coverage.threshold_min
         )
-        any_gain[start : start + block.size] = np.einsum("mcz,mz->c", cdfs, weighted_miss) / (
-            cdfs.shape[0] * total
-        )
+        # a base at c multiplies member m's miss by (1 - F_{m,c,z}): P(any) rises by
+        # (1/M) sum_m F_{m,c,z} prod_b (1 - F_{m,b,z})
+        p_any = p_any_now + np.einsum("mcz,mz->cz", cdfs, coverage.miss) / cdfs.shape[0]
+        any_after[start : start + block.size] = model.recalibrate(p_any) @ weights / total
         best_after[start : start + block.size] = (
-            np.maximum(cdfs.mean(axis=0), p_best[None, :]) @ weights / total
+            np.maximum(model.recalibrate(cdfs.mean(axis=0)), p_best[None, :]) @ weights / total
         )
     before = coverage.summary(weights)
+    any_gain = any_after - before["any"]
     table = grid.iloc[rows][["zone", "number", "label", "lat", "lon"]].reset_index(drop=True)
     table["any_before"] = before["any"]
-    table["any_after"] = before["any"] + any_gain
+    table["any_after"] = any_after
     table["any_gain"] = any_gain
     table["best_before"] = before["best"]
     table["best_after"] = best_after

@@ -7,6 +7,15 @@ it), at fit time and on the stream's held-out predictions during updates
 (:mod:`vrvm.trips.model._online`). :meth:`Spread.mixture` applies it: every member's
 scale times g(x), and with twin scales every member as two components of equal weight
 with scales times ``e^-a`` and ``e^a``.
+
+With ``recalibrate=True`` the same out-of-shard predictions, under the fitted scales, give
+each trip's PIT value, and a PIT map G is fitted on them
+(:func:`vrvm.engine.calibration.fit_pit_map`) when it gains more than 0.01 nats per trip
+under 5-fold cross-validation: the predictive is then H = G o F
+(:class:`~vrvm.engine.recalibrated.RecalibratedMixture`), and the exact mixture F
+otherwise. The map is refitted whenever the scales are, on the same predictions, so it
+always describes the F it maps (a map fitted for another F widened every city's
+intervals to 0.98-1.00 coverage, BENCHMARKS.md, issue 34).
 """
 
 from __future__ import annotations
@@ -16,8 +25,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from vrvm.engine.calibration import fit_scale_model, scale_features, scale_multiplier
+from vrvm.engine._mixture_math import std_cdf
+from vrvm.engine.calibration import (
+    PitMap,
+    fit_pit_map,
+    fit_scale_model,
+    scale_features,
+    scale_multiplier,
+)
 from vrvm.engine.mixture import MixtureDistribution
+from vrvm.engine.recalibrated import RecalibratedMixture
 from vrvm.trips.model import _ensemble
 
 __all__ = ["SCALE_FIT_ROWS", "Spread"]
@@ -38,6 +55,8 @@ class Spread:
         ``noise_model != "constant"``).
     twins : bool
         Whether each member predicts with two scales (the model's ``twin_scales``).
+    recalibrate : bool, default=False
+        Whether a PIT map may be fitted (the model's ``recalibration="auto"``).
 
     Attributes
     ----------
@@ -47,24 +66,32 @@ class Spread:
         The training trips' range of the distance column, which the features scale.
     twin : float
         a >= 0 (0: one component per member).
+    pit_map : PitMap or None
+        G, or None where the out-of-shard PITs are uniform enough (or ``recalibrate``
+        is off).
     score : dict
-        The out-of-shard mean log density before and after, the trips it was
-        measured on, and where they came from (``source="stream"`` after updates).
+        The out-of-shard mean log density before and after the scales, the trips it
+        was measured on, where they came from (``source="stream"`` after updates),
+        and with ``recalibrate`` the PIT map's record (``pit_map``: its
+        cross-validated gain in nats per trip, degree and PIT count).
     """
 
-    def __init__(self, *, distance: bool, twins: bool):
+    def __init__(self, *, distance: bool, twins: bool, recalibrate: bool = False):
         self.distance = bool(distance)
         self.twins = bool(twins)
+        self.recalibrate = bool(recalibrate)
         self.coef = np.zeros(3)
         self.d_range = (0.0, 0.0)
         self.twin = 0.0
+        self.pit_map: PitMap | None = None
         self.score: dict = {}
+        self.seed = 0  # of the PIT map's cross-validation folds (the fit's seed)
 
     @property
     def learns(self) -> bool:
-        """Whether there is a spread to fit beyond the members' own (a distance scale or
-        twin scales, at fit time and on the stream)."""
-        return self.distance or self.twins
+        """Whether there is a spread to fit beyond the members' own (a distance scale,
+        twin scales or a PIT map, at fit time and on the stream)."""
+        return self.distance or self.twins or self.recalibrate
 
     def inputs(self, d: np.ndarray) -> np.ndarray:
         """The scale features of distance columns ``d``: none (twin scales alone) without
@@ -84,8 +111,10 @@ class Spread:
         self.d_range = (float(d.min()), float(d.max()))
         self.score = {}
         self.twin = 0.0
+        self.pit_map = None
         if not self.learns or len(predictives) < 2:
             return self
+        self.seed = seed
         rng = np.random.default_rng(seed)
         rows = np.arange(y.size)
         if rows.size > SCALE_FIT_ROWS:
@@ -95,18 +124,20 @@ class Spread:
         self.refit(predictives, loc, scale, y[rows], held_out, d[rows])
         logger.info(
             "distance scale c = %s, twin scales e^-a, e^a with a = %.3f: out-of-shard mean "
-            "log density %.4f -> %.4f",
+            "log density %.4f -> %.4f; PIT map: %s",
             np.round(self.coef, 4).tolist(),
             self.twin,
             self.score["before"],
             self.score["after"],
+            self.score.get("pit_map", "off"),
         )
         return self
 
     def refit(self, predictives, loc, scale, y, held_out, d, **score) -> Spread:
         """Fit the distance and twin scales by :func:`fit_scale_model` on the members'
         held-out predictions ``loc``, ``scale`` (M, n) of targets ``y`` and distance
-        columns ``d`` (``score``: more of its record)."""
+        columns ``d`` (``score``: more of its record), then the PIT map on the PITs of
+        the same predictions under those scales."""
         df = _ensemble.degrees_of_freedom(predictives)
         coef, a, before, after = fit_scale_model(
             loc, scale, y, held_out, self.inputs(d), df, twin=self.twins
@@ -115,7 +146,25 @@ class Spread:
         self.coef[: coef.size] = coef
         self.twin = a
         self.score = {"before": before, "after": after, "n_trips": y.size, **score}
+        self.pit_map = None
+        if self.recalibrate:
+            pits = self.held_out_pits(predictives, loc, scale, y, held_out, d)
+            self.pit_map, record = fit_pit_map(pits, random_state=self.seed)
+            self.score["pit_map"] = record
         return self
+
+    def held_out_pits(self, predictives, loc, scale, y, held_out, d) -> np.ndarray:
+        """Each row's PIT under the held-out components with this spread: the mean over
+        the members that did not see it (both twins of each) of F_m(y)."""
+        df = _ensemble.degrees_of_freedom(predictives)
+        df = None if df is None else df[:, None]
+        scale = scale * self.multiplier(d)
+        signs = (-1.0, 1.0) if self.twin > 0 else (0.0,)
+        total = np.zeros(y.size)
+        for sign in signs:
+            z = (y[None, :] - loc) / (scale * np.exp(sign * self.twin))
+            total += np.where(held_out, std_cdf(z, df), 0.0).sum(axis=0)
+        return total / (len(signs) * held_out.sum(axis=0))
 
     def mixture(
         self, predictives, loc: np.ndarray, scale: np.ndarray, d: np.ndarray, *, log: bool
@@ -132,6 +181,15 @@ class Spread:
             scale = np.concatenate([scale * np.exp(-a), scale * np.exp(a)])
             df = None if df is None else np.concatenate([df, df])
         transform = "log" if log else None
+        if self.pit_map is not None:
+            return RecalibratedMixture(
+                loc,
+                scale,
+                df=df,
+                transform=transform,
+                n_members=len(predictives),
+                pit_map=self.pit_map,
+            )
         return MixtureDistribution(
             loc, scale, df=df, transform=transform, n_members=len(predictives)
         )
@@ -143,12 +201,15 @@ class Spread:
             "d_range": [float(v) for v in self.d_range],
             "score": dict(self.score),
             "twin": float(self.twin),
+            "pit_map": None if self.pit_map is None else self.pit_map.to_state(),
         }
 
     @classmethod
-    def from_state(cls, state: Mapping, *, distance: bool, twins: bool) -> Spread:
+    def from_state(
+        cls, state: Mapping, *, distance: bool, twins: bool, recalibrate: bool = False
+    ) -> Spread:
         """The spread a model file keeps, checked (``ValueError`` if it cannot be)."""
-        spread = cls(distance=distance, twins=twins)
+        spread = cls(distance=distance, twins=twins, recalibrate=recalibrate)
         spread.coef = np.asarray(state["coef"], dtype=np.float64).reshape(3)
         low, high = (float(v) for v in state["d_range"])
         spread.d_range = (low, high)
@@ -158,4 +219,9 @@ class Spread:
         spread.twin = float(state.get("twin", 0.0))
         if not (np.isfinite(spread.twin) and spread.twin >= 0):
             raise ValueError(f"noise_scale.twin must be a number >= 0, got {spread.twin}")
+        if state.get("pit_map") is not None:
+            try:
+                spread.pit_map = PitMap.from_state(state["pit_map"])
+            except (TypeError, ValueError, KeyError) as error:
+                raise ValueError(f"noise_scale.pit_map: {error}") from None
         return spread

@@ -20,7 +20,9 @@ with ``twin_scales=False`` and one component per member. Version 6 added the loc
 stage (``location_stage``: its parameters and constants, and the arrays
 ``location__{feature,threshold,left,right,value,leaf,roots,rotation,rotation_mean}``,
 checked as trees by :meth:`~vrvm.trips.model.location.Trees.check`); a model saved
-without it loads with ``location_stage=False``.
+without it loads with ``location_stage=False``. Version 7 added the spread's PIT map
+(``noise_scale.pit_map``: null or a Bernstein map's weights, the parameter
+``recalibration``); a model saved without it loads with ``recalibration="none"``.
 
 A loaded model is checked to be one that could have been fitted (issue 32): its arrays
 hold finite numbers (only the kernel widths of linear columns are NaN, and the fit's
@@ -52,8 +54,9 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
 #: Format name and newest format version of saved models.
 FORMAT_NAME = "vrvm.TravelTimeModel"
 # 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None;
-# 4: the zone-pair offsets, absent is none
-FORMAT_VERSION = 6
+# 4: the zone-pair offsets, absent is none; 5: twin scales; 6: the location stage;
+# 7: the PIT map (noise_scale.pit_map), absent is none
+FORMAT_VERSION = 7
 _PAIRS = "pairs"  # prefix of the pair offsets' arrays
 _LOCATION = "location"  # prefix of the location stage's arrays
 N_SELF_CHECK = 32
@@ -211,8 +214,13 @@ def load_model(cls, path: str | os.PathLike[str]):
             scale = {"coef": [0.0, 0.0, 0.0], "d_range": [0.0, 0.0], "score": {}}
         if "twin" not in scale:  # before format 5: one component per member
             model.twin_scales = False
+        if "pit_map" not in scale:  # before format 7: no PIT map
+            model.recalibration = "none"
         model.spread_ = Spread.from_state(
-            scale, distance=model.noise_model != "constant", twins=bool(model.twin_scales)
+            scale,
+            distance=model.noise_model != "constant",
+            twins=bool(model.twin_scales),
+            recalibrate=model.recalibration == "auto",
         )
         if model.target != meta["target"]:
             raise ValueError("target does not match the stored parameters")

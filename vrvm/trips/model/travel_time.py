@@ -32,11 +32,10 @@ from vrvm.engine.metrics import DEFAULT_LEVELS, evaluate_distribution
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.engine.regressor import VRVMRegressor
 from vrvm.engine.validation import FORGETTING, SEED, check_params, integer, one_of, real
-from vrvm.trips.model import _ensemble, model_format
+from vrvm.trips.model import _ensemble, location, model_format
 from vrvm.trips.model._online import OnlineState, record_history
 from vrvm.trips.model._spread import Spread
 from vrvm.trips.model.features import TripFeaturizer
-from vrvm.trips.model.location import LocationStage
 from vrvm.trips.model.pair_offsets import ENDS, fit_model_offsets
 from vrvm.trips.places.zones import stratified_shards, trip_strata
 from vrvm.trips.table import check_trips, summarise_trips, travel_times, trip_provenance
@@ -78,6 +77,7 @@ _PARAMETER_CONSTRAINTS = {
     "pair_offsets": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
     "twin_scales": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
     "location_stage": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
+    "recalibration": (one_of("auto", "none"), '"auto" or "none"'),
     "client": (
         lambda v: v is None or isinstance(v, str) or hasattr(v, "submit"),
         "None, a dask.distributed.Client or a scheduler address string",
@@ -235,12 +235,21 @@ class TravelTimeModel(BaseEstimator):
     location_stage : bool, default=True
         Learn the location of a trip's target first with boosted trees
         (:class:`~vrvm.trips.model.location.LocationStage`: log distance, bearing,
-        rotated ends, hour and weekday; out of fold on the training trips), and fit the
+        rotated ends, hour and weekday; out of fold on the training trips) when there
+        are at least :data:`~vrvm.trips.model.location.MIN_TRIPS` (2,000) of them, and fit the
         members, the pair offsets and the spread on what it leaves. The predictive
         stays an exact mixture, shifted by the stage's location; updates change the
         members and the offsets, not the trees. Over three seeds on the random split,
         CRPS -7.9 % on the NYC taxi sample, -3.6 % on Chicago taxis and -1.7 % on the San
         Francisco bike share, NLL lower on all three (``BENCHMARKS.md``, issue 34).
+    recalibration : {"auto", "none"}, default="auto"
+        ``"auto"``: fit a PIT map G on the out-of-shard PIT values of the training trips
+        (with the spread, and again with it on the stream) and predict with
+        H = G o F (:class:`~vrvm.engine.recalibrated.RecalibratedMixture`) when the map
+        gains more than 0.01 nats per trip under 5-fold cross-validation; a model whose
+        PITs are uniform enough keeps the exact mixture F. On the San Francisco bike
+        share the map takes 90 % coverage from 0.94 to 0.90; Chicago and NYC keep F
+        (``BENCHMARKS.md``, issue 34). ``"none"``: never.
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
@@ -270,7 +279,8 @@ class TravelTimeModel(BaseEstimator):
         Relevance vectors per member.
     location_ : LocationStage or None
         The boosted location the members' predictions are shifted by (None with
-        ``location_stage=False`` and for models saved before it existed).
+        ``location_stage=False``, fewer than 2,000 training trips, and models saved
+        before it existed).
     spread_ : Spread
         The spread it puts around its members (the distance scale and twin scales),
         fitted out of shard; the four attributes below read it.
@@ -370,6 +380,7 @@ class TravelTimeModel(BaseEstimator):
         pair_offsets: bool = True,
         twin_scales: bool = True,
         location_stage: bool = True,
+        recalibration: str = "auto",
         random_state: int | np.random.Generator | None = None,
         name: str | None = None,
     ):
@@ -400,6 +411,7 @@ class TravelTimeModel(BaseEstimator):
         self.pair_offsets = pair_offsets
         self.twin_scales = twin_scales
         self.location_stage = location_stage
+        self.recalibration = recalibration
         self.random_state = random_state
         self.name = name
 
@@ -511,8 +523,8 @@ class TravelTimeModel(BaseEstimator):
         y = np.log(travel_time_s) if positive else travel_time_s
         seeds = _ensemble.Seeds(self.random_state, self.n_members)
         self.location_ = None
-        if self.location_stage:  # the members learn what the trees leave
-            self.location_ = LocationStage(random_state=seeds.location)
+        if self.location_stage and y.size >= location.MIN_TRIPS:  # members learn what it leaves
+            self.location_ = location.LocationStage(random_state=seeds.location)
             y = y - self.location_.fit(featurizer, trips, X, d, y)
 
         strata, resolution = self._strata(trips, featurizer.tz_, zones)
@@ -630,6 +642,15 @@ class TravelTimeModel(BaseEstimator):
             self.member_predictors(), loc, scale, d, log=self.target == "log"
         )
 
+    def recalibrate(self, probability) -> np.ndarray:
+        """G(p): a probability the members' mixture F gives for an event "within T",
+        read through the spread's PIT map as :meth:`predict_dist` reads F(T) (``p``
+        unchanged without a map). For answers built member by member, such as a fleet's
+        chance that any of several bases is in time."""
+        probability = np.asarray(probability, dtype=np.float64)
+        pit_map = self.spread_.pit_map
+        return probability.copy() if pit_map is None else pit_map.cdf(probability)
+
     def noise_scale_at(self, km) -> np.ndarray:
         """Factor g(x) by which the distance scale multiplies the members' spread.
 
@@ -661,7 +682,11 @@ class TravelTimeModel(BaseEstimator):
     def new_spread(self) -> Spread:
         """An unfitted :class:`Spread` with this model's settings (``noise_model``,
         ``twin_scales``)."""
-        return Spread(distance=self.noise_model != "constant", twins=bool(self.twin_scales))
+        return Spread(
+            distance=self.noise_model != "constant",
+            twins=bool(self.twin_scales),
+            recalibrate=self.recalibration == "auto",
+        )
 
     @property
     def noise_scale_coef_(self) -> np.ndarray:
