@@ -76,10 +76,16 @@ def test_a_loaded_model_updates_its_fixed_bases_and_refits_the_scale(trips, tmp_
 
 
 def test_constant_noise_keeps_no_predictions(trips):
-    model = _model(noise_model="constant", twin_scales=False).fit(trips.iloc[:800])
+    plain = {"noise_model": "constant", "twin_scales": False, "recalibration": "none"}
+    model = _model(**plain).fit(trips.iloc[:800])
     model.update(trips.iloc[800 : 800 + SCALE_REFIT_TRIPS // 2])
     assert not model.noise_scale_coef_.any() and model.twin_scale_ == 0.0
     assert model._online.since_scale == 0 and model._online._y == []
+    # a PIT map alone is refitted on the stream: its predictions are kept
+    mapped = _model(**{**plain, "recalibration": "auto"}).fit(trips.iloc[:800])
+    mapped.update(trips.iloc[800 : 800 + SCALE_REFIT_TRIPS])
+    assert mapped.noise_scale_score_["source"] == "stream"
+    assert mapped.noise_scale_score_["pit_map"]["n_pit"] == SCALE_REFIT_TRIPS
 
 
 def test_constant_noise_with_twin_scales_refits_them_alone_on_the_stream(trips):

@@ -49,7 +49,14 @@ from scipy.special import gammaln, logsumexp
 
 from vrvm.engine._blas import single_threaded_blas
 
-__all__ = ["PitMap", "fit_pit_map", "fit_scale_model", "scale_features", "scale_multiplier"]
+__all__ = [
+    "PitMap",
+    "fit_pit_map",
+    "fit_scale_model",
+    "held_out_pits",
+    "scale_features",
+    "scale_multiplier",
+]
 
 LOG_2PI = float(np.log(2 * np.pi))
 
@@ -192,6 +199,32 @@ def fit_scale_model(
 
 
 # ------------------------------------------------------------------------ PIT map
+def held_out_pits(loc, scale, y, held_out, df=None, *, twin: float = 0.0) -> np.ndarray:
+    """Each row's PIT under the mixture of its held-out components: the mean over the
+    members m that did not see row i (both twins of each, scales ``s e^-a`` and
+    ``s e^a``, with ``twin`` = a > 0) of F_m(y_i).
+
+    Parameters are those of :func:`fit_scale_model` (``scale`` with the fitted g(x)
+    already applied); ``df`` of shape (M,) or None.
+
+    Examples
+    --------
+    >>> held_out = np.array([[True, False], [True, True]])
+    >>> held_out_pits(np.zeros((2, 2)), np.ones((2, 2)), np.array([0.0, 1.0]), held_out)
+    array([0.5       , 0.84134475])
+    """
+    loc, scale = np.asarray(loc, np.float64), np.asarray(scale, np.float64)
+    held_out = np.asarray(held_out, bool)
+    nu = None if df is None else np.asarray(df, np.float64)[:, None]
+    signs = (-1.0, 1.0) if twin > 0 else (0.0,)
+    total = np.zeros(held_out.shape[1])
+    for sign in signs:
+        z = (np.asarray(y, np.float64)[None, :] - loc) / (scale * np.exp(sign * twin))
+        cdf = special.ndtr(z) if nu is None else special.stdtr(nu, z)
+        total += np.where(held_out, cdf, 0.0).sum(axis=0)
+    return total / (len(signs) * held_out.sum(axis=0))
+
+
 #: Bernstein degrees K tried by :func:`fit_pit_map` (chosen by cross-validation).
 PIT_MAP_DEGREES = (10, 20, 40, 80, 160)
 #: The largest degree a saved map may have.

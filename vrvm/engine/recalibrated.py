@@ -33,7 +33,7 @@ from scipy import special
 
 from vrvm.engine._mixture_math import std_cdf, take_columns
 from vrvm.engine.calibration import PitMap
-from vrvm.engine.distributions import _check_level, _check_quantiles
+from vrvm.engine.distributions import _check_quantiles
 from vrvm.engine.mixture import MixtureDistribution
 
 __all__ = ["RecalibratedMixture"]
@@ -50,8 +50,9 @@ _BISECTIONS = 60
 class RecalibratedMixture(MixtureDistribution):
     r"""The mixture of ``loc``, ``scale``, ``df`` read through a PIT map.
 
-    Takes :class:`~vrvm.engine.mixture.MixtureDistribution`'s parameters and API. The
-    components (:attr:`loc`, :attr:`scale`, :attr:`df`, :meth:`component_cdf`, ...)
+    Takes :class:`~vrvm.engine.mixture.MixtureDistribution`'s parameters and API (its
+    ``pdf``, ``prob_within``, ``median``, ``interval`` and ``std`` read the methods
+    below). The components (:attr:`loc`, :attr:`scale`, :attr:`df`, :meth:`component_cdf`, ...)
     are the base mixture's; every answer about the travel time itself (:meth:`cdf`,
     :meth:`sf`, :meth:`logpdf`, :meth:`ppf`, :meth:`crps`, :meth:`mean`, ...) is H's.
 
@@ -168,10 +169,6 @@ class RecalibratedMixture(MixtureDistribution):
         upper = np.moveaxis(std_cdf(-z, self.df), -2, 0)
         return self.pit_map.upper(self._by_group(upper)).mean(axis=0)
 
-    def prob_within(self, t) -> np.ndarray:
-        """P(T <= t) = :meth:`cdf`."""
-        return self.cdf(t)
-
     def logpdf(self, t) -> np.ndarray:
         """log h(t) = log mean_k g(F_k(t)) f_k(t)."""
         log_f = np.moveaxis(self._component_logpdf(t), -2, 0)  # (M, ...)
@@ -181,9 +178,6 @@ class RecalibratedMixture(MixtureDistribution):
         with np.errstate(divide="ignore", invalid="ignore"):
             per_group = special.logsumexp(log_f, axis=0) - np.log(m // self.groups)
             return special.logsumexp(per_group + log_factor, axis=0) - np.log(self.groups)
-
-    def pdf(self, t) -> np.ndarray:
-        return np.exp(self.logpdf(t))
 
     def member_pdf(self, x) -> np.ndarray:
         """Each member's share of h: g(F_k(x)) times its components' densities, so
@@ -225,14 +219,6 @@ class RecalibratedMixture(MixtureDistribution):
         rows = np.arange(k, self.n_components, self.groups)
         df = None if self.df is None else self.df[rows]
         return MixtureDistribution(self.loc[rows], self.scale[rows], df, self.transform)
-
-    def median(self) -> np.ndarray:
-        return self.ppf(0.5)
-
-    def interval(self, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
-        level = _check_level(level)
-        lo, hi = self.ppf(np.array([[(1 - level) / 2], [(1 + level) / 2]]))
-        return lo, hi
 
     def sample(self, size: int = 1, random_state=None) -> np.ndarray:
         """Draw ``size`` samples per query by the inverse cdf; shape ``(size, n)``."""

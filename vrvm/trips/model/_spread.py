@@ -25,11 +25,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from vrvm.engine._mixture_math import std_cdf
 from vrvm.engine.calibration import (
     PitMap,
     fit_pit_map,
     fit_scale_model,
+    held_out_pits,
     scale_features,
     scale_multiplier,
 )
@@ -147,24 +147,12 @@ class Spread:
         self.twin = a
         self.score = {"before": before, "after": after, "n_trips": y.size, **score}
         self.pit_map = None
-        if self.recalibrate:
-            pits = self.held_out_pits(predictives, loc, scale, y, held_out, d)
+        if self.recalibrate:  # the PITs under the scales just fitted
+            scaled = scale * self.multiplier(d)
+            pits = held_out_pits(loc, scaled, y, held_out, df, twin=self.twin)
             self.pit_map, record = fit_pit_map(pits, random_state=self.seed)
             self.score["pit_map"] = record
         return self
-
-    def held_out_pits(self, predictives, loc, scale, y, held_out, d) -> np.ndarray:
-        """Each row's PIT under the held-out components with this spread: the mean over
-        the members that did not see it (both twins of each) of F_m(y)."""
-        df = _ensemble.degrees_of_freedom(predictives)
-        df = None if df is None else df[:, None]
-        scale = scale * self.multiplier(d)
-        signs = (-1.0, 1.0) if self.twin > 0 else (0.0,)
-        total = np.zeros(y.size)
-        for sign in signs:
-            z = (y[None, :] - loc) / (scale * np.exp(sign * self.twin))
-            total += np.where(held_out, std_cdf(z, df), 0.0).sum(axis=0)
-        return total / (len(signs) * held_out.sum(axis=0))
 
     def mixture(
         self, predictives, loc: np.ndarray, scale: np.ndarray, d: np.ndarray, *, log: bool
