@@ -219,3 +219,10 @@ def test_width_selection_in_processes_equals_in_turn(selection):
     assert one.width_scores_ == two.width_scores_
     np.testing.assert_array_equal(one.kernel_widths_, two.kernel_widths_)
     np.testing.assert_array_equal(one.predict(X[:50]), two.predict(X[:50]))
+
+
+def test_an_unfitted_member_has_no_predictor():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        _ = VRVMRegressor().predictor_

@@ -75,3 +75,23 @@ def test_mean_of_the_slowest_trips_by_quadrature(skewed_model):
 
         expected = integrate.quad(quantile, 0.8, 1.0, limit=200)[0] / 0.2
         np.testing.assert_allclose(got[j], expected, rtol=1e-4)
+
+
+def test_the_predict_pages_answer_reads_the_map(skewed_model, area):
+    from vrvm.services.answers.forecast import density_curve, forecast_od
+    from vrvm.services.map.places import place_from_zone
+
+    grid = area.grid
+    origin, dest = place_from_zone(area, grid["zone"][0]), place_from_zone(area, grid["zone"][5])
+    departure = DEPARTURE.tz_convert(skewed_model.tz_)
+    answer = forecast_od(skewed_model, origin, dest, departure, 10.0)
+    dist = answer.dist
+    assert isinstance(dist, RecalibratedMixture)
+    assert answer.median_min == pytest.approx(float(dist.ppf(0.5)[0]) / 60.0)
+    assert answer.prob_within == pytest.approx(float(dist.cdf(600.0)[0]))
+    assert np.isfinite(answer.mean_min) and answer.std_min > 0
+    curve = density_curve(dist)
+    # the members drawn under the density add up to it
+    members = curve.filter(like="member").to_numpy()
+    if members.size:
+        np.testing.assert_allclose(members.sum(axis=1), curve["density"], rtol=1e-9)

@@ -299,8 +299,10 @@ class VRVMRegressor(RegressorMixin, BaseEstimator):
         """The fitted member's compact predictive model
         (:class:`~vrvm.engine.predictor.Predictor`): what an ensemble evaluates for many
         members side by side."""
-        check_is_fitted(self, "_predictor")
-        return self._predictor
+        predictor = getattr(self, "_predictor", None)
+        if predictor is None:  # scikit-learn's error; its check costs ~50 us a call
+            check_is_fitted(self, "_predictor")
+        return predictor
 
     @staticmethod
     def _as_matrix(value, name: str, n_rows: int | None = None) -> np.ndarray:

@@ -200,7 +200,7 @@ def density_curve(
     upper_q: float = 0.995,
     members: bool = True,
 ) -> pd.DataFrame:
-    """The exact mixture density of the first query and its members, per minute.
+    """The predictive density of the first query and its members, per minute.
 
     Columns ``minutes``, ``density`` (probability per minute) and, unless
     ``members=False``, ``member_0``, ... (each member's density divided by the number
