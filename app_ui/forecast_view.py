@@ -128,10 +128,8 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         st.dataframe(table.round(1), hide_index=True, key=f"{key}_intervals", width="stretch")
         show_quantiles(key, answer.quantiles)
         st.caption(
-            f"Exact mixture of {result.dist.n_members} ensemble members (faint curves, "
-            "each drawn at 1/M of its density so they add up to the mixture). Each chart's "
-            ":material/photo_camera: button saves it as a PNG; the sentence above has a copy "
-            "button."
+            forecast.density_description(result.dist) + " Each chart's :material/photo_camera: "
+            "button saves it as a PNG; the sentence above has a copy button."
         )
 
     st.plotly_chart(

@@ -78,7 +78,7 @@ def test_mean_of_the_slowest_trips_by_quadrature(skewed_model):
 
 
 def test_the_predict_pages_answer_reads_the_map(skewed_model, area):
-    from vrvm.services.answers.forecast import density_curve, forecast_od
+    from vrvm.services.answers.forecast import density_curve, density_description, forecast_od
     from vrvm.services.map.places import place_from_zone
 
     grid = area.grid
@@ -90,6 +90,7 @@ def test_the_predict_pages_answer_reads_the_map(skewed_model, area):
     assert answer.median_min == pytest.approx(float(dist.ppf(0.5)[0]) / 60.0)
     assert answer.prob_within == pytest.approx(float(dist.cdf(600.0)[0]))
     assert np.isfinite(answer.mean_min) and answer.std_min > 0
+    assert "PIT map" in density_description(dist)  # the chart's caption says what it shows
     curve = density_curve(dist)
     # the members drawn under the density add up to it
     members = curve.filter(like="member").to_numpy()

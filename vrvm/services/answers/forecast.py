@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from vrvm.engine.mixture import MixtureDistribution
+from vrvm.engine.recalibrated import RecalibratedMixture
 from vrvm.services.answers.indices import ReliabilityIndices, od_indices
 from vrvm.services.map.area import ServiceArea
 from vrvm.services.map.places import Place
@@ -36,6 +37,7 @@ __all__ = [
     "combine_departure",
     "default_departure",
     "density_curve",
+    "density_description",
     "forecast_od",
     "interval_table",
     "member_medians",
@@ -217,6 +219,28 @@ def density_curve(
     for m in range(dist.n_members):
         frame[f"member_{m}"] = parts[m]
     return frame
+
+
+def density_description(dist: MixtureDistribution) -> str:
+    """What the density chart of ``dist`` shows, in one sentence for its caption.
+
+    Examples
+    --------
+    >>> dist = MixtureDistribution(np.log([[600.0], [660.0]]), 0.2, transform="log")
+    >>> density_description(dist)[:38]
+    'Exact mixture of 2 ensemble members (f'
+    """
+    members = dist.n_members
+    if isinstance(dist, RecalibratedMixture):
+        return (
+            f"The mixture of {members} ensemble members read through the model's PIT map, "
+            "which corrects the shape of its intervals to what held-out trips showed "
+            "(faint curves: each member's share of the density, so they add up to it)."
+        )
+    return (
+        f"Exact mixture of {members} ensemble members (faint curves, each drawn at 1/M of "
+        "its density so they add up to the mixture)."
+    )
 
 
 PROFILE_QUANTILES: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)
