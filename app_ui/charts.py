@@ -171,7 +171,7 @@ def _figure(spec: dict) -> go.Figure:
 def density_figure(
     curve: pd.DataFrame, forecast: ODForecast, *, synthetic: bool = False
 ) -> go.Figure:
-    """The exact mixture density, its members (faint) and the shaded intervals.
+    """The predictive density, its members (faint) and the shaded intervals.
 
     The median's label and P(T <= threshold)'s stand on the far sides of their lines
     (the median's to the left when the threshold is to its right, and the other way

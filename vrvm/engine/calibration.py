@@ -301,7 +301,7 @@ class PitMap:
         s = np.linspace(0.0, 1.0, _PIT_MAP_NODES)
         self._nodes = 0.5 - 0.5 * np.cos(np.pi * s)
         self._nodes[[0, -1]] = 0.0, 1.0
-        self._nodes_upper = self._nodes[::-1] * -1.0 + 1.0  # 1 - u, increasing
+        self._nodes_upper = 1.0 - self._nodes[::-1]  # 1 - u, increasing
         basis = _bernstein_basis(self._nodes, self.degree)
         cumulative = np.concatenate([[0.0], np.cumsum(self.weights)])
         upper = np.concatenate([np.cumsum(self.weights[::-1])[::-1], [0.0]])  # 1 - C_j
@@ -309,6 +309,10 @@ class PitMap:
         self._sf = np.minimum.accumulate(np.clip(basis @ upper, 0.0, 1.0))
         with np.errstate(divide="ignore"):
             self._logpdf = np.log(_beta_densities(self._nodes, self.degree) @ self.weights)
+        # G^-1 by interpolation needs increasing abscissae: where G is flat (a zero
+        # density to double precision) any u on the flat part answers; keep the first
+        rising = np.concatenate([[True], np.diff(self._cdf) > 0])
+        self._inverse = (self._cdf[rising], self._nodes[rising])
 
     @property
     def degree(self) -> int:
@@ -338,11 +342,7 @@ class PitMap:
 
     def ppf(self, p) -> np.ndarray:
         """G^-1(p): the u with G(u) = p."""
-        p = np.asarray(p, dtype=np.float64)
-        # where G is flat (a zero density to double precision) any u on the flat part
-        # answers; np.interp needs increasing abscissae, so take the first of each run
-        keep = np.concatenate([[True], np.diff(self._cdf) > 0])
-        return np.interp(p, self._cdf[keep], self._nodes[keep])
+        return np.interp(np.asarray(p, dtype=np.float64), *self._inverse)
 
     def to_state(self) -> dict:
         """What a model file keeps: the kind and the weights."""

@@ -203,8 +203,8 @@ class RecalibratedMixture(MixtureDistribution):
         # step of 1 may round to 1, an infinite quantile
         inner = np.clip(self.pit_map.ppf(q), np.finfo(float).tiny, np.nextafter(1.0, 0.0))
         inner = np.where(q == 0, 0.0, np.where(q == 1, 1.0, inner))
-        if self.groups == 1:
-            return self.base.ppf(inner)
+        if self.groups == 1:  # the mixture's own solver, on these components
+            return super().ppf(inner)
         group_q = np.stack([self._group(k).ppf(inner) for k in range(self.groups)])
         lo, hi = self._latent(group_q.min(axis=0)), self._latent(group_q.max(axis=0))
         finite = np.isfinite(lo) & np.isfinite(hi) & (hi > lo)

@@ -2,7 +2,7 @@
 
 :func:`answer_od` is what the Predict page shows for an origin, a destination and a
 departure time, computed in one call: the predictive summary (:class:`ODForecast`), the
-exact mixture density with its members, the quantiles, the time-of-day profile (fan
+predictive density with its members, the quantiles, the time-of-day profile (fan
 chart), the observed training trips between the two zones, and how much data stands
 behind the answer (:mod:`vrvm.services.map.support`: the training trips near the origin and
 the destination, and how far the ensemble's members disagree), and the trip's reliability
@@ -405,7 +405,7 @@ class ODAnswer:
     forecast : ODForecast
         Median, mean, intervals and P(arrive within the threshold).
     density : pandas.DataFrame
-        The exact mixture density and its members (:func:`density_curve`).
+        The predictive density and its members (:func:`density_curve`).
     quantiles : pandas.DataFrame
         Predictive quantiles ``q``, ``minutes`` (:func:`quantile_table`).
     profile : pandas.DataFrame

@@ -1,13 +1,14 @@
 """Many trips' answers at once: mean, median, quantiles, P(T <= t), indices, support.
 
 :func:`trip_summaries` turns a table of model queries into one row of numbers per trip
-from its predictive distribution (:meth:`vrvm.TravelTimeModel.predict_dist`, the
-ensemble's exact mixture), all trips in one model call: ``mean_s``, ``median_s``, one
-``q<q>_s`` per quantile, one ``p_within_<t>s`` = P(T <= t) per threshold (the columns
-of :func:`summary_columns`), and optionally the reliability indices
-(:mod:`vrvm.services.answers.indices`, their own model call for the night departures) and the
-training trips behind each answer (:func:`vrvm.services.map.support.origin_support`, the
-counts the reach map shows). It is what an OD matrix (:mod:`vrvm.services.answers.matrix`)
+from its predictive distribution (:meth:`vrvm.TravelTimeModel.predict_dist`: the
+ensemble's exact mixture, or that mixture read through the model's PIT map), all trips
+in one model call: ``mean_s``, ``median_s``, one ``q<q>_s`` per quantile, one
+``p_within_<t>s`` = P(T <= t) per threshold (the columns of :func:`summary_columns`),
+and optionally the reliability indices (:mod:`vrvm.services.answers.indices`, their own
+model call for the night departures) and the training trips behind each answer
+(:func:`vrvm.services.map.support.origin_support`, the counts the reach map shows). It
+is what an OD matrix (:mod:`vrvm.services.answers.matrix`)
 computes per batch of pairs and what the HTTP API answers per request.
 
 Why one call for many trips: answering one trip costs a few milliseconds, almost all
