@@ -1,9 +1,9 @@
 """A dashboard killed during its first start restarts into a healed home, leaving no process.
 
 ``streamlit run app.py`` over an empty data home, opened in headless Chromium so that
-the first start trains the demo model (four members in two loky worker processes).
-Once the page reports the first member trained (the others being fitted in the
-workers) the server is killed with SIGKILL, as by the OOM killer or ``kill -9``. Every
+the first start trains the demo model (the location stage's folds, then four
+members, in two loky worker processes). Once the workers run, with the fit's progress
+on the page, the server is killed with SIGKILL, as by the OOM killer or ``kill -9``. Every
 process it started (found by a token in their environment, which survives re-parenting)
 must then be gone (``benchmarks/bench_worker_leak.py`` measures how soon). A second
 server on the same home must then heal it, train again and show the Predict page.
@@ -51,9 +51,9 @@ RESTART = {**FIRST_START, "VRVM_DEMO_TRIPS": "3000", "VRVM_DEMO_MEMBERS": "2"}
 # timeout (300 s), which would end an idle orphan without any watchdog.
 GONE_S = 90.0
 PAGE_MS = 1000 * START_S  # a page text that needs a start, a fit or a model load
-# The first start's bar after a member (not the last) is trained: the others are
-# being fitted in the workers, and nothing has been published
-MEMBER_TRAINED = re.compile(r"Member [1-3] of 4 trained")
+# The first start's bar while the fit runs: before the workers start, the location
+# stage's boosting fits, the members (a phase lasting 1-20 s depending on the load)
+FITTING = re.compile(r"Preparing|Boosting fit \d of 6|Member [0-3] of 4 trained")
 
 
 @pytest.fixture
@@ -130,10 +130,22 @@ def test_a_dashboard_killed_mid_training_leaves_no_process_and_restarts_healed(c
             page = browser.new_page()
             page.goto(url)
             page.get_by_text("First start").first.wait_for(timeout=PAGE_MS)
-            # kill the server once a member is trained: the others are mid-fit in workers
-            page.get_by_text(MEMBER_TRAINED).wait_for(timeout=PAGE_MS)
-            workers = [c for c in _command_lines(token).values() if "popen_loky" in c]
-            assert len(workers) >= 2, (tmp_path / "first.log").read_text(errors="replace")
+
+            def workers() -> list[str]:
+                return [c for c in _command_lines(token).values() if "popen_loky" in c]
+
+            # kill the server once its fit runs in worker processes (the location stage's
+            # folds, then the members), with the fit's progress on the page
+            wait_until(
+                lambda: len(workers()) >= 2,
+                START_S,
+                "two worker processes fitting the demo model",
+                poll_s=0.1,
+                process=server,
+                details=lambda: (tmp_path / "first.log").read_text(errors="replace"),
+            )
+            page.get_by_text(FITTING).first.wait_for(timeout=PAGE_MS)
+            assert not (home / "models" / "active.json").exists()  # still fitting
             server.send_signal(signal.SIGKILL)
             server.wait(timeout=60)
 

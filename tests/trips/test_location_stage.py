@@ -68,6 +68,25 @@ def test_the_stage_learns_out_of_fold(city):
     assert stage.oof_rmse_ < 0.8 * np.std(y)
 
 
+@pytest.mark.slow_process
+def test_folds_in_worker_processes_give_the_same_stage_and_report_each_fit(city):
+    trips, featurizer, X, d, y = city
+    serial = LocationStage(random_state=0)
+    oof = serial.fit(featurizer, trips, X, d, y)
+    reports = []
+    parallel = LocationStage(random_state=0)
+    oof2 = parallel.fit(
+        featurizer, trips, X, d, y, n_jobs=2, progress=lambda *report: reports.append(report)
+    )
+    np.testing.assert_array_equal(oof2, oof)  # each fit has its own seed
+    assert parallel.n_iter_ == serial.n_iter_
+    np.testing.assert_array_equal(
+        parallel.offset(featurizer, trips, X, d), serial.offset(featurizer, trips, X, d)
+    )
+    # one report per boosting fit: the folds in the order they end, then the final fit
+    assert reports == [(k, serial.n_folds + 1) for k in range(1, serial.n_folds + 2)]
+
+
 def test_the_stage_reads_back_the_models_inputs(city):
     trips, featurizer, X, d, y = city
     stage = LocationStage(random_state=0)

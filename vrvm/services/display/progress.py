@@ -4,10 +4,10 @@ A long fit reports ``progress(done, total, elapsed_s, phase)`` (four positional
 arguments): ``phase`` a short name, each phase counting its own ``done`` of ``total``
 steps, ``elapsed_s`` counting from the start of the whole work. The fit of
 :class:`~vrvm.trips.model.travel_time.TravelTimeModel` has the phases :data:`PHASES`
-("reading": the first pass over the data's parts; "members": ensemble members
-fitted; "statistics": the second pass over the parts; "offsets": the third, for the
-zone-pair offsets); ``vrvm predict`` reports
-"queries". :class:`TimeLeft` keeps where each phase started and estimates the
+("reading": the first pass over the data's parts; "location": the boosting fits of
+the location stage; "members": ensemble members fitted; "statistics": the second
+pass over the parts; "offsets": the third, for the zone-pair offsets); ``vrvm
+predict`` reports "queries". :class:`TimeLeft` keeps where each phase started and estimates the
 seconds it has left; :func:`describe_step` and :func:`describe_progress` say it in
 words, for the command line's bar and the dashboard's ``st.progress`` alike
 (:meth:`TimeLeft.say`). The estimate is computed here, not by the bar library
@@ -31,6 +31,7 @@ __all__ = [
 
 PHASES = {
     "reading": ("part", "parts", "read"),
+    "location": ("boosting fit", "boosting fits", "done for the location stage"),
     "members": ("member", "members", "trained"),
     "statistics": ("part", "parts", "summed"),
     "offsets": ("part", "parts", "read for the zone-pair offsets"),

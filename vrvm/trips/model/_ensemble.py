@@ -253,11 +253,21 @@ def _report(client, futures, on_done) -> None:
         on_done(done, len(futures))
 
 
+def phase_progress(progress, started: float, phase: str):
+    """``progress(done, total, elapsed_s, phase)`` as a ``report(done, total)`` for one
+    phase of a fit that started at ``started`` (``time.perf_counter()``); None without
+    ``progress``."""
+    if progress is None:
+        return None
+    return lambda done, total: progress(done, total, time.perf_counter() - started, phase)
+
+
 def fit_members(tasks, progress, started: float, client, n_jobs) -> list[VRVMRegressor]:
     """Fit one member per task, on the Dask ``client`` or in ``n_jobs`` loky processes.
 
     ``tasks`` holds ``(index, X, y, d, params, weight)``; ``progress(done, total, elapsed_s,
-    "members")`` is called in this process as each member completes (in any order).
+    "members")`` is called in this process once before the first member starts (``done``
+    0) and as each member completes (in any order).
     """
     members: list[VRVMRegressor | None] = [None] * len(tasks)
     done = 0
@@ -277,6 +287,8 @@ def fit_members(tasks, progress, started: float, client, n_jobs) -> list[VRVMReg
         if progress is not None:
             progress(done, len(tasks), elapsed, "members")
 
+    if progress is not None:  # the phase's clock starts now, not with the fit
+        progress(0, len(tasks), time.perf_counter() - started, "members")
     if client is not None:
         _run_dask(client, tasks, on_done)
     else:

@@ -41,6 +41,7 @@ from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
 
+from vrvm.engine import watched_parallel
 from vrvm.trips.model.features import (
     _EPOCH_WEEKDAY,
     _US_PER_DAY,
@@ -231,6 +232,18 @@ class Trees:
         return out
 
 
+#: Each fold's boosting stops when a tenth of its trips has not improved for 30 rounds.
+_EARLY_STOPPING = {"early_stopping": True, "validation_fraction": 0.1, "n_iter_no_change": 30}
+
+
+def _fit_fold(k: int, booster: HistGradientBoostingRegressor, F_fit, y_fit, F_out):
+    """Fold ``k``'s boosting fit and its predictions of the trips it left out (module
+    level, to run in a worker process; on one OpenMP thread there too)."""
+    with threadpool_limits(1, user_api="openmp"):
+        booster.fit(F_fit, y_fit)
+        return k, int(booster.n_iter_), booster.predict(F_out)
+
+
 class LocationStage:
     """Boosted trees for log travel time, fitted before the members (their residuals).
 
@@ -339,10 +352,25 @@ class LocationStage:
         return np.column_stack(columns).astype(np.float64)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, featurizer: TripFeaturizer, trips: pd.DataFrame, X, d, y) -> np.ndarray:
+    def fit(
+        self,
+        featurizer: TripFeaturizer,
+        trips: pd.DataFrame,
+        X,
+        d,
+        y,
+        *,
+        n_jobs: int | None = None,
+        progress=None,
+    ) -> np.ndarray:
         """Fit on training trips of log seconds ``y`` (``featurizer``: the model's, fitted
         on them; ``X``, ``d``: its inputs of them); returns their out-of-fold offsets
-        (location minus :attr:`center_`)."""
+        (location minus :attr:`center_`).
+
+        The folds' boosting fits run in ``n_jobs`` worker processes (loky, as the
+        members; None or 1: in this process), the final fit here after them;
+        ``progress(done, total)`` is called as each of the ``n_folds + 1`` fits ends.
+        The result does not depend on ``n_jobs``: each fit has its own seed."""
         names = featurizer.feature_names_
         at = [names.index(name) for name in _KERNEL_INPUTS[:4]]
         ends = (X[:, at] * featurizer.scale_[at] + featurizer.mean_[at]).reshape(-1, 2)
@@ -354,24 +382,37 @@ class LocationStage:
         # one OpenMP thread: its threads spin while they wait, and on a shared machine two
         # made a boosting fit ~9x slower than one (10,000 trips, load 8-10)
         with threadpool_limits(1, user_api="openmp"):
-            return self._fit(F, y)
+            return self._fit(F, y, n_jobs, progress or (lambda done, total: None))
 
-    def _fit(self, F: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def _fit(self, F: np.ndarray, y: np.ndarray, n_jobs, progress) -> np.ndarray:
         n = y.size
-        folds = KFold(min(self.n_folds, n), shuffle=True, random_state=self.random_state)
+        folds = list(
+            KFold(min(self.n_folds, n), shuffle=True, random_state=self.random_state).split(F)
+        )
+        total = len(folds) + 1
         oof = np.empty(n)
-        self.n_iter_ = []
-        for k, (fit_rows, out_rows) in enumerate(folds.split(F)):
-            booster = self._booster(
-                self.random_state + k,
-                max_iter=self.max_iter,
-                early_stopping=True,
-                validation_fraction=0.1,
-                n_iter_no_change=30,
+        self.n_iter_ = [0] * len(folds)
+        tasks = [
+            (
+                k,
+                self._booster(self.random_state + k, **_EARLY_STOPPING, max_iter=self.max_iter),
+                F[fit_rows],
+                y[fit_rows],
+                F[out_rows],
             )
-            booster.fit(F[fit_rows], y[fit_rows])
-            oof[out_rows] = booster.predict(F[out_rows])
-            self.n_iter_.append(int(booster.n_iter_))
+            for k, (fit_rows, out_rows) in enumerate(folds)
+        ]
+        if n_jobs in (None, 1):
+            done_folds = (_fit_fold(*task) for task in tasks)
+        else:
+            from joblib import delayed
+
+            parallel = watched_parallel(n_jobs, return_as="generator_unordered")
+            done_folds = parallel(delayed(_fit_fold)(*task) for task in tasks)
+        for done, (k, n_iter, predicted) in enumerate(done_folds, 1):
+            oof[folds[k][1]] = predicted
+            self.n_iter_[k] = n_iter
+            progress(done, total)
         final = self._booster(
             self.random_state, max_iter=max(1, round(np.mean(self.n_iter_))), early_stopping=False
         ).fit(F, y)
@@ -386,6 +427,7 @@ class LocationStage:
             )
         self.center_ = float(oof.mean())
         self.oof_rmse_ = float(np.sqrt(np.mean((oof - y) ** 2)))
+        progress(total, total)
         return oof - self.center_
 
     def offset(self, featurizer: TripFeaturizer, trips: pd.DataFrame, X, d) -> np.ndarray:

@@ -188,9 +188,7 @@ def fit_dataset(
     )
 
     def report(phase: str):
-        if progress is None:
-            return None
-        return lambda done, total: progress(done, total, time.perf_counter() - started, phase)
+        return _ensemble.phase_progress(progress, started, phase)
 
     with _ensemble.dask_client(model.backend, model.client) as client:
         # a table in memory is read in this process (its parts in threads)

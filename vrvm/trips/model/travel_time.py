@@ -46,7 +46,8 @@ logger = logging.getLogger(__name__)
 
 
 #: Signature of the progress callback: ``progress(done, total, elapsed_s, phase)``,
-#: phase one of "reading", "members", "statistics" (see :meth:`TravelTimeModel.fit`).
+#: phase one of "reading", "location", "members", "statistics", "offsets" (see
+#: :meth:`TravelTimeModel.fit`).
 ProgressCallback = Callable[[int, int, float, str], Any]
 
 # Parameters passed on unchanged to every member (and to the width-selection fit).
@@ -452,9 +453,11 @@ class TravelTimeModel(BaseEstimator):
         progress : callable or None, default=None
             Called as ``progress(done, total, elapsed_s, phase)`` in the calling
             process, ``elapsed_s`` counting from the start of ``fit``: with phase
-            ``"members"`` after each member completes (in any order), and for a
-            two-stage fit ``"reading"`` and ``"statistics"`` after each part of the
-            first and second pass. For a CLI progress bar or ``st.progress``.
+            ``"location"`` after each boosting fit of the location stage, ``"members"``
+            before the first member starts (``done`` 0) and after each member
+            completes (in any order), and for a two-stage fit ``"reading"``,
+            ``"statistics"`` and ``"offsets"`` after each part of the passes over the
+            data. For a CLI progress bar or ``st.progress``.
         zones : array-like or pandas.DataFrame, optional
             Zone labels of each trip used for stratification instead of H3 cells:
             shape ``(n,)`` (one label, e.g. an origin-destination pair) or
@@ -525,7 +528,15 @@ class TravelTimeModel(BaseEstimator):
         self.location_ = None
         if self.location_stage and y.size >= location.MIN_TRIPS:  # members learn what it leaves
             self.location_ = location.LocationStage(random_state=seeds.location)
-            y = y - self.location_.fit(featurizer, trips, X, d, y)
+            y = y - self.location_.fit(
+                featurizer,
+                trips,
+                X,
+                d,
+                y,
+                n_jobs=self.n_jobs,
+                progress=_ensemble.phase_progress(progress, started, "location"),
+            )
 
         strata, resolution = self._strata(trips, featurizer.tz_, zones)
         shard_of_row = stratified_shards(strata, self.n_members, random_state=seeds.shards)
