@@ -134,8 +134,9 @@ def test_train_shows_each_phase_with_the_time_left(tmp_path):
     status, _, err = run("train", tmp_path / "t.csv", "--out", tmp_path / "m", *args)
     assert status == 0, err
     lines = [line for line in err.splitlines() if line.startswith("members:")]
-    assert [line.split(" done")[0] for line in lines] == [f"members: {i}/3" for i in (1, 2, 3)]
-    assert re.fullmatch(r"members: 1/3 done \(.+ s, about .+ left\)", lines[0])
+    # the phase's start (0/3: its clock starts there), then each member with the time left
+    assert [line.split(" done")[0] for line in lines] == [f"members: {i}/3" for i in range(4)]
+    assert re.fullmatch(r"members: 1/3 done \(.+ s, about .+ left\)", lines[1])
     assert "left" not in lines[-1]
     status, _, err = run("train", tmp_path / "t.csv", "--out", tmp_path / "q", *args, "-q")
     assert status == 0 and "members" not in err

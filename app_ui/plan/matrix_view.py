@@ -178,24 +178,7 @@ def show(key: str, ctx: ModelContext) -> None:
 
 
 def _results(key: str, ctx: ModelContext, frame: pd.DataFrame, departure) -> None:
-    stem = f"od_matrix_{pd.Timestamp(departure):%Y%m%d_%H%M}"
-    left, right = st.columns(2)
-    left.download_button(
-        "Download CSV",
-        matrix.matrix_csv(frame),
-        file_name=f"{stem}.csv",
-        mime="text/csv",
-        key=f"{key}_csv",
-        width="stretch",
-    )
-    right.download_button(
-        "Download Parquet",
-        matrix.matrix_parquet(frame),
-        file_name=f"{stem}.parquet",
-        mime="application/vnd.apache.parquet",
-        key=f"{key}_parquet",
-        width="stretch",
-    )
+    pair_downloads(key, frame, f"od_matrix_{pd.Timestamp(departure):%Y%m%d_%H%M}")
     heat = matrix.median_heatmap(frame, ctx.area)
     if heat is not None:
         st.plotly_chart(
@@ -222,4 +205,25 @@ def _results(key: str, ctx: ModelContext, frame: pd.DataFrame, departure) -> Non
         "them, times in seconds). Median and quantiles are exact quantiles of each pair's "
         "predictive mixture; P(≤ t) is its probability of arriving within t minutes."
         + (" Synthetic data." if ctx.synthetic else "")
+    )
+
+
+def pair_downloads(key: str, frame: pd.DataFrame, stem: str) -> None:
+    """CSV and Parquet download buttons side by side for a long table of pairs."""
+    left, right = st.columns(2)
+    left.download_button(
+        "Download CSV",
+        matrix.matrix_csv(frame),
+        file_name=f"{stem}.csv",
+        mime="text/csv",
+        key=f"{key}_csv",
+        width="stretch",
+    )
+    right.download_button(
+        "Download Parquet",
+        matrix.matrix_parquet(frame),
+        file_name=f"{stem}.parquet",
+        mime="application/vnd.apache.parquet",
+        key=f"{key}_parquet",
+        width="stretch",
     )

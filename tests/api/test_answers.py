@@ -17,8 +17,13 @@ from vrvm.services.versions.models import active_model_path
 DEPART = "2024-03-12T08:00:00"
 
 # the response model of each route's 200, by name in the OpenAPI components
-MAPS = ("/v1/reach", "/v1/isochrone", "/v1/coverage")
+MAPS = ("/v1/reach", "/v1/isochrone", "/v1/coverage", "/v1/compare/reach")
 ANSWERS = {
+    ("post", "/v1/compare"): "CompareResponse",
+    ("get", "/v1/compare/reach"): "CompareReachMap",
+    ("post", "/v1/gaps"): "GapsResponse",
+    ("post", "/v1/stops"): "StopsResponse",
+    ("post", "/v1/site"): "SiteResponse",
     ("get", "/healthz"): "Health",
     ("get", "/readyz"): "Ready",
     ("get", "/v1/models"): "ModelsResponse",

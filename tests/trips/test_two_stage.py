@@ -150,7 +150,10 @@ def test_two_stage_fit_reads_everything_and_reports_its_phases(two_stage, trips)
     n_parts = summary["two_stage"]["parts"]  # whole files here: 7,000 and 5,000 rows
     assert n_parts == 2
     passes = ["statistics"] * n_parts + ["offsets"] * n_parts  # offsets: the third pass
-    assert phases == ["reading"] * n_parts + ["members"] * 4 + passes
+    # the members' phase reports its start (0 of 4) and each member; the location
+    # stage's boosting fits (when the sample has enough trips) come before it
+    location = [] if model.location_ is None else ["location"] * (model.location_.n_folds + 1)
+    assert phases == ["reading"] * n_parts + location + ["members"] * 5 + passes
     assert [c[:2] for c in calls if c[3] == "statistics"][-1] == (2, 2)
     assert [c[:2] for c in calls if c[3] == "offsets"][-1] == (2, 2)
     assert model.pair_offsets_.levels[0]["n"].sum() == len(trips)

@@ -15,13 +15,24 @@ docs at ``/docs``):
   probability isochrones and fleet coverage as GeoJSON
   (:mod:`vrvm.services.planning.coverage`, :mod:`vrvm.services.planning.isochrones`,
   :mod:`vrvm.services.planning.fleet`);
+* ``POST /v1/compare``, ``GET /v1/compare/reach``: what changed between two versions of
+  the home's model store, pair by pair or from a base as GeoJSON
+  (:mod:`vrvm.services.planning.compare`);
+* ``POST /v1/stops``: a trip through ordered stops with dwells, each leg leaving when
+  the previous one arrives: the total's distribution and each leg
+  (:mod:`vrvm.services.planning.stops`);
+* ``POST /v1/site``: where k bases should stand to reach the most demand within T, or
+  the fewest bases reaching enough of it, proven optimal with the greedy answer beside it
+  (:mod:`vrvm.services.planning.siting`);
+* ``POST /v1/gaps``: where data is missing, the model's own share of every zone's
+  predictive spread as JSON, CSV or GeoJSON (:mod:`vrvm.services.planning.data_gaps`);
 * ``GET /v1/models``, ``GET /v1/models/active``, ``GET /v1/zones``; ``GET /healthz``
   (the process answers) and ``GET /readyz`` (a model is loaded).
 
 The served model follows the data home's active version (:class:`LiveModel`): a
 version published or activated from the dashboard or the CLI is answered with within
-``check_every_s`` seconds, without a restart and without a failed request. No endpoint
-writes to the stores.
+``check_every_s`` seconds, without a restart and without a failed request; a comparison
+loads the other version it names read-only. No endpoint writes to the stores.
 
 Every handler returns an instance of its response model (:mod:`vrvm.api.schemas`,
 declared with ``response_model`` so the OpenAPI schema documents it), built with
@@ -37,6 +48,7 @@ checked and written in less CPU time than the dicts and :func:`json.dumps` took 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -64,10 +76,18 @@ from vrvm.api.batching import DEFAULT_MAX_BATCH_TRIPS, TripBatcher
 from vrvm.api.schemas import (
     MAX_LEVELS,
     ActiveModel,
+    CompareModel,
+    CompareReachMap,
+    CompareRequest,
+    CompareResponse,
+    CompareSummary,
     CoverageMap,
     CoverageRequest,
     Departure,
     FeatureCollection,
+    GapsRequest,
+    GapsResponse,
+    GapZone,
     Health,
     IsochroneMap,
     MatrixLong,
@@ -83,6 +103,10 @@ from vrvm.api.schemas import (
     Problem,
     ReachMap,
     Ready,
+    SiteRequest,
+    SiteResponse,
+    StopsRequest,
+    StopsResponse,
     ZoneCount,
     ZonesResponse,
 )
@@ -93,9 +117,20 @@ from vrvm.services.answers.matrix import matrix_csv, matrix_frame, matrix_parque
 from vrvm.services.answers.summaries import INDEX_SUMMARY_COLUMNS
 from vrvm.services.display.formatting import format_number
 from vrvm.services.map.places import Place
+from vrvm.services.planning import compare as compare_svc
 from vrvm.services.planning import coverage as coverage_svc
-from vrvm.services.planning import fleet, fleet_files, isochrones
-from vrvm.services.versions.models import data_description, version_records
+from vrvm.services.planning import data_gaps as gaps_svc
+from vrvm.services.planning import fleet, fleet_files, isochrones, siting
+from vrvm.services.planning.stops import NO_DWELL, Dwell, Stop, trip_with_stops
+from vrvm.services.versions.models import (
+    data_description,
+    is_synthetic,
+    load_version,
+    model_name,
+    version_numbers,
+    version_records,
+)
+from vrvm.trips.model.travel_time import TravelTimeModel
 
 __all__ = ["SETTINGS_ENV", "ApiSettings", "app_from_environment", "create_app"]
 
@@ -391,6 +426,183 @@ def _within_min(within: float) -> float:
             ["query", "within"], f"expected seconds between 0 and one week, got {within}"
         )
     return within / 60.0
+
+
+COMPARE_PAIR_COST = 100
+"""Matrix pairs one compared pair costs: ``POST /v1/compare`` takes at most
+``max_pairs // COMPARE_PAIR_COST`` pairs (measured on the demo model with two members:
+6.5 ms a compared pair against 51 us a matrix pair, for the 2 x 512 quantile solves)."""
+
+GAPS_PAIR_ALLOWANCE = 5
+"""``POST /v1/gaps`` predicts at most ``GAPS_PAIR_ALLOWANCE * max_pairs`` trips (zones x
+representative destinations x departures, both ways when the destinations are not every
+zone): the default question on the demo model's 449 zones is 180,000 trips (about 12 s
+on two busy cores), asked once per area, not per dispatch."""
+
+INDEPENDENCE = (
+    "P(slower) compares the two versions' predictives as two independent travel times; "
+    "intervals of T_B - T_A are too wide when the same conditions drive both."
+)
+"""What P(slower) assumes (:mod:`vrvm.services.planning.compare`), in every comparison."""
+
+STOPS_ASSUMPTION = (
+    "Each leg is predicted for when it actually leaves (a slower leg makes the next leave "
+    "later, into different traffic); legs are otherwise independent, and dwells independent "
+    "of the traffic and of each other."
+)
+"""What a trip with stops assumes (:mod:`vrvm.services.planning.stops`), in every answer."""
+
+_THRESHOLD_COLUMNS = ("p_within_a", "p_within_b", "p_within_change")
+
+
+def _compare_columns(frame: pd.DataFrame, within_s: float | None) -> pd.DataFrame:
+    """A comparison table with its threshold columns named as the API's fields (the
+    threshold is the answer's ``within_s``)."""
+    if within_s is None:
+        return frame
+    names = compare_svc.compare_columns(within_s)[-3:]
+    return frame.rename(columns=dict(zip(names, _THRESHOLD_COLUMNS, strict=True)))
+
+
+def _compare_summary(frame: pd.DataFrame) -> CompareSummary:
+    summary = compare_svc.compare_summary(frame)
+    summary["median_change_s"] = _finite(summary["median_change_s"])
+    return CompareSummary(**summary)
+
+
+def _gaps_answer(table: pd.DataFrame, served: Served) -> GapsResponse:
+    """A gaps table as JSON: one :class:`~vrvm.api.schemas.GapZone` per zone, with the
+    columns the table has (the figures of the origin's own zone null)."""
+    fields = set(GapZone.model_fields)
+    frame = table.drop(columns=[c for c in table.columns if c not in fields])
+    frame = frame.astype({"zone": str})
+    columns = {name: _json_column(frame[name]) for name in frame.columns}
+    names = list(columns)
+    zones = [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    attrs = table.attrs
+    return GapsResponse.model_validate(
+        {
+            "model": _model_ref(served),
+            "time_zone": served.tz,
+            "scale": attrs["scale"],
+            "departures": list(attrs["departures"]),
+            "demand_source": attrs["demand"],
+            "recalibrated": bool(attrs["recalibrated"]),
+            "epistemic_share": _finite(gaps_svc.gaps_summary(table)["epistemic_share"]),
+            "origin": attrs.get("origin"),
+            "synthetic": served.synthetic,
+            "zones": zones,
+        }
+    )
+
+
+def _stops_of(body: StopsRequest, served: Served) -> list[Stop]:
+    """The request's stops as the service's: points in the served area, named (the name,
+    else the zone id, else "stop 1", "stop 2", ...), with their dwells."""
+    points = points_frame(served.area, body.stops, lambda i: ["body", "stops", i])
+    stops = []
+    for i, stop in enumerate(body.stops):
+        name = stop.name or stop.zone or f"stop {i + 1}"
+        dwell, lat, lon = stop.dwell, float(points["lat"][i]), float(points["lon"][i])
+        try:
+            if dwell is None:
+                read = NO_DWELL
+            elif dwell.minutes is not None:
+                read = Dwell.fixed(dwell.minutes)
+            elif dwell.sample_min is not None:
+                read = Dwell.empirical(dwell.sample_min)
+            else:
+                read = Dwell.lognormal(dwell.median_min, dwell.p90_min)
+            stops.append(Stop(lat, lon, name, read))
+        except ValueError as exc:
+            raise FieldError(["body", "stops", i, "dwell"], str(exc)) from None
+    return stops
+
+
+SITE_PAIR_ALLOWANCE = 10
+"""``POST /v1/site`` predicts at most ``SITE_PAIR_ALLOWANCE * max_pairs`` (candidate, demand
+point, departure) triples (400,000 by default). Measured with the demo model: every zone to
+every zone at one departure (463 x 463) took 33 s to predict and 1.4 s to solve on two
+busy cores; the solve itself is capped by ``time_limit_s``."""
+
+
+def _site_points(served: Served, points: list, name: str) -> pd.DataFrame:
+    """Candidate or demand points as the siting service's table: ``id`` (the name, else the
+    zone id, else the position), ``lat``, ``lon``; repeated ids are refused."""
+    frame = points_frame(served.area, points, lambda i: ["body", name, i])
+    table = pd.DataFrame(
+        {"id": [str(label) for label in frame["label"]], "lat": frame["lat"], "lon": frame["lon"]}
+    )
+    repeated = table["id"][table["id"].duplicated()].unique().tolist()
+    if repeated:
+        raise FieldError(["body", name], f"ids must differ (give names); repeated: {repeated[:10]}")
+    return table
+
+
+def _site_field(message: str) -> list:
+    """The request field a siting service's refusal is about."""
+    if message.startswith("fixed") or "fixed base ids" in message:
+        return ["body", "fixed"]
+    for word, name in (("bases", "bases"), ("demand", "demand"), ("candidate", "candidates")):
+        if word in message:
+            return ["body", name]
+    return ["body"]
+
+
+def _site_definition(result: siting.SitingResult) -> str:
+    t = f"{format_number(result.within_s / 60.0)} min"
+    over = (
+        "at the departure"
+        if len(result.departures) == 1
+        else f"averaged over {len(result.departures)} departures"
+    )
+    if result.problem == "cover":
+        return (
+            f"the fewest bases such that {format_number(100 * result.share)} % of the demand is "
+            f"reached within {t} with probability at least "
+            f"{format_number(result.min_probability)} by some base ({over})"
+        )
+    return (
+        f"the demand-weighted probability that the best of the {len(result.sites)} bases "
+        f"reaches each demand point within {t} ({over}); dispatch sends the best open base, "
+        "one vehicle per base, always available"
+    )
+
+
+def _site_answer(result: siting.SitingResult, served: Served, assignments: bool) -> SiteResponse:
+    sites = result.sites.astype({"id": str})
+    columns = {name: _json_column(sites[name]) for name in sites.columns}
+    rows = [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    document = {
+        "model": _model_ref(served),
+        "time_zone": served.tz,
+        "problem": result.problem,
+        "definition": _site_definition(result),
+        "sites": rows,
+        "objective": float(result.objective),
+        "greedy_objective": float(result.greedy_objective),
+        "greedy_sites": [str(s) for s in result.greedy_sites],
+        "gap": _finite(result.gap),
+        "bound": _finite(result.bound),
+        "status": result.status,
+        "mip_status": result.mip_status,
+        "mip_gap": _finite(result.mip_gap),
+        "covered_share": _finite(result.covered_share),
+        "within_s": result.within_s,
+        "departures": [d.isoformat() for d in result.departures],
+        "min_probability": result.min_probability,
+        "share": result.share,
+        "predict_s": result.predict_s,
+        "solve_s": result.solve_s,
+        "synthetic": served.synthetic,
+    }
+    if assignments:
+        table = result.demand_table().astype({"id": str, "site": str})
+        columns = {name: _json_column(table[name]) for name in table.columns}
+        document["assignments"] = [
+            dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)
+        ]
+    return SiteResponse.model_validate(document)
 
 
 def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastAPI:
@@ -743,6 +955,352 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         demand, _ = fleet.zone_demand(now.area)
         document = fleet_files.fleet_geojson(result, demand, synthetic=now.synthetic)
         return _map_answer(CoverageMap, document, now)
+
+    # ------------------------------------------------------------------ plan
+    @functools.lru_cache(maxsize=2)
+    def stored_model(version: int) -> TravelTimeModel:
+        # a committed version never changes: loaded once, read-only, beside the served one
+        return load_version(settings.home, version)
+
+    def version_model(
+        now: Served, version: int | None, loc: list
+    ) -> tuple[CompareModel, TravelTimeModel]:
+        """A version of the home's store (None: the one answering), and its model."""
+        if settings.home is None or now.version is None:
+            raise FieldError(
+                loc,
+                "this server answers with one model directory, not a data home: there are "
+                "no versions to compare (serve a home with vrvm serve --home)",
+            )
+        version = now.version if version is None else version
+        if version == now.version:
+            model = now.model
+        else:
+            known = version_numbers(settings.home)
+            if version not in known:
+                raise FieldError(
+                    loc,
+                    f"the home's model store has no version {version}; its versions are "
+                    f"{', '.join(map(str, known))} (GET /v1/models)",
+                )
+            model = stored_model(version)
+        if len(model.members_) < 2:
+            raise FieldError(
+                loc,
+                f"version {version} has one member: the change of the median needs the "
+                "spread of at least two members",
+            )
+        return CompareModel(version=version, name=model_name(model)), model
+
+    def comparable(model_a, model_b, points: pd.DataFrame | None, loc: list) -> None:
+        try:
+            compare_svc.check_comparable(model_a, model_b, points)
+        except compare_svc.DifferentAreasError as exc:
+            raise FieldError(loc, str(exc)) from None
+
+    @v1.post(
+        "/compare",
+        tags=["plan"],
+        summary="What changed between two versions: every origin to every destination",
+        response_model=CompareResponse,
+        responses={
+            200: {
+                "description": "JSON by default; CSV or Parquet (the table of vrvm compare) "
+                "by the Accept header, with the headers X-Model-Versions (A,B) and "
+                "X-Time-Zone.",
+                "content": {
+                    "text/csv": {"schema": {"type": "string"}},
+                    "application/vnd.apache.parquet": {
+                        "schema": {"type": "string", "format": "binary"}
+                    },
+                },
+            },
+            **TOO_LARGE,
+        },
+    )
+    def compare(body: CompareRequest, request: Request) -> CompareResponse | Response:
+        pairs = len(body.origins) * len(body.destinations)
+        limit = max(1, settings.max_pairs // COMPARE_PAIR_COST)
+        if pairs > limit:
+            raise FieldError(
+                ["body"],
+                f"{pairs:,} pairs is more than the limit of {limit:,} per comparison (a "
+                f"compared pair costs about {COMPARE_PAIR_COST} matrix pairs)",
+            )
+        now = served()
+        ref_a, model_a = version_model(now, body.version_a, ["body", "version_a"])
+        ref_b, model_b = version_model(now, body.version_b, ["body", "version_b"])
+        comparable(model_a, model_b, None, ["body"])
+        points = {}
+        for name in ("origins", "destinations"):
+            points[name] = pd.DataFrame(
+                points_frame(now.area, getattr(body, name), lambda i, n=name: ["body", n, i])
+            )
+            comparable(model_a, model_b, points[name], ["body", name])
+        stamp = departure(body.depart, model_a.tz_, ["body", "depart"])
+        frame = compare_svc.compare_matrix(
+            model_a,
+            model_b,
+            points["origins"],
+            points["destinations"],
+            stamp,
+            threshold_s=body.within_s,
+            max_pairs=limit,
+        )
+        kind = _wants(request)
+        headers = {
+            "X-Model-Versions": f"{ref_a.version},{ref_b.version}",
+            "X-Time-Zone": model_a.tz_,
+        }
+        if kind == "csv":
+            return Response(matrix_csv(frame), media_type="text/csv", headers=headers)
+        if kind == "parquet":
+            return Response(
+                matrix_parquet(frame), media_type="application/vnd.apache.parquet", headers=headers
+            )
+        named = _compare_columns(frame, body.within_s)
+        columns = {name: _json_column(named[name]) for name in named.columns}
+        names = list(columns)
+        rows = [dict(zip(names, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+        return CompareResponse.model_validate(
+            {
+                "model_a": ref_a,
+                "model_b": ref_b,
+                "time_zone": model_a.tz_,
+                "depart": stamp.isoformat(),
+                "within_s": body.within_s,
+                "independence": INDEPENDENCE,
+                "summary": _compare_summary(frame),
+                "pairs": rows,
+            }
+        )
+
+    @v1.get(
+        "/compare/reach",
+        tags=["maps"],
+        summary="What changed from a base: every zone under two versions",
+        response_model=CompareReachMap,
+        response_class=GeoJSONResponse,
+        responses=_as_json(ERRORS),
+    )
+    def compare_reach(
+        version_a: Annotated[
+            int, Query(ge=1, description="A committed version of the home's model store.")
+        ],
+        version_b: Annotated[
+            int | None, Query(ge=1, description="The other version; default: the active one.")
+        ] = None,
+        origin: Annotated[str | None, Query(description="'lat,lon' in degrees.")] = None,
+        origin_zone: Annotated[str | None, Query(description="A zone id instead.")] = None,
+        depart: Annotated[
+            Departure | None, Query(description="ISO 8601 (not a number); default now.")
+        ] = None,
+        within: Annotated[
+            float | None, Query(description="A time t in seconds: also P(T <= t) and its change.")
+        ] = None,
+    ) -> CompareReachMap:
+        now = served()
+        ref_a, model_a = version_model(now, version_a, ["query", "version_a"])
+        ref_b, model_b = version_model(now, version_b, ["query", "version_b"])
+        comparable(model_a, model_b, None, ["query"])
+        place = _one_place(now, origin, origin_zone, "origin")
+        where = ["query", "origin" if origin is not None else "origin_zone"]
+        start = pd.DataFrame({"label": [place.label], "lat": [place.lat], "lon": [place.lon]})
+        comparable(model_a, model_b, start, where)
+        stamp = departure(depart, model_a.tz_, ["query", "depart"])
+        if within is not None:
+            _within_min(within)
+        try:
+            table = compare_svc.compare_reach(
+                model_a, model_b, now.area, place, stamp, threshold_s=within
+            )
+        except compare_svc.DifferentAreasError as exc:  # zones outside a version's area
+            raise FieldError(["query"], str(exc)) from None
+        named = _compare_columns(table, within)
+        props = named.drop(columns=["number", "boundary", "geometry"], errors="ignore")
+        document = coverage_svc.zone_collection(props.astype({"zone": str}), table)
+        document.update(
+            {
+                "origin": {"lat": place.lat, "lon": place.lon, "label": place.label},
+                "departure": stamp.isoformat(),
+                "within_s": within,
+                "model_a": ref_a,
+                "model_b": ref_b,
+                "independence": INDEPENDENCE,
+                "summary": _compare_summary(table),
+                "synthetic": is_synthetic(model_a) or is_synthetic(model_b),
+                "time_zone": model_a.tz_,
+            }
+        )
+        return CompareReachMap.model_validate(document)
+
+    @v1.post(
+        "/stops",
+        tags=["plan"],
+        summary="A trip through ordered stops: the total time and each leg",
+        response_model=StopsResponse,
+        responses={**ERRORS, **TOO_LARGE},
+    )
+    def stops(body: StopsRequest) -> StopsResponse:
+        now = served()
+        trip_stops = _stops_of(body, now)
+        stamp = departure(body.depart, now.tz, ["body", "depart"])
+        try:
+            trip = trip_with_stops(now.model, trip_stops, stamp)
+        except ValueError as exc:  # the same point twice, a dwell at an end, a leg refused
+            raise FieldError(["body", "stops"], str(exc)) from None
+        # the table at one level when none is asked for (dropped): the legs and the total
+        # are what a dispatcher waits for
+        levels = body.quantiles or [0.5]
+        document = trip.to_dict(within_s=body.within_s, level=body.level, levels=levels)
+        if not body.quantiles:
+            document["quantiles"] = []
+        return StopsResponse.model_validate(
+            {"model": _model_ref(now), "assumption": STOPS_ASSUMPTION, **document}
+        )
+
+    @v1.post(
+        "/gaps",
+        tags=["plan"],
+        summary="Where data is missing: the model's own uncertainty in every zone",
+        response_model=GapsResponse,
+        # the standard deviations of the model's scale only (_log or _s): unset are left out
+        response_model_exclude_unset=True,
+        responses={
+            200: {
+                "description": "JSON by default; CSV (text/csv) or GeoJSON "
+                "(application/geo+json) of the zones by the Accept header, with the "
+                "headers X-Model-Version and X-Time-Zone.",
+                "content": {
+                    "text/csv": {"schema": {"type": "string"}},
+                    GEOJSON: {"schema": {"type": "object"}},
+                },
+            },
+            **TOO_LARGE,
+        },
+    )
+    def gaps(body: GapsRequest, request: Request) -> GapsResponse | Response:
+        now = served()
+        n = len(now.area.grid)
+        departs = [
+            departure(value, now.tz, ["body", "departures", i])
+            for i, value in enumerate(body.departures)
+        ]
+        if body.demand is not None:
+            if len(body.demand) != n:
+                raise FieldError(
+                    ["body", "demand"],
+                    f"{len(body.demand):,} weights for {n:,} zones: give one per zone, in the "
+                    "order of GET /v1/zones",
+                )
+            if sum(body.demand) <= 0:
+                raise FieldError(["body", "demand"], "demand is zero in every zone")
+        if body.origin is None:
+            chosen = min(body.max_destinations, n)
+            trips = n * chosen * len(departs) * (1 if chosen == n else 2)
+            limit = GAPS_PAIR_ALLOWANCE * settings.max_pairs
+            if trips > limit:
+                raise FieldError(
+                    ["body", "max_destinations"],
+                    f"{trips:,} trips to predict ({n:,} zones, {chosen:,} destinations, "
+                    f"{len(departs)} departures) is more than the limit of {limit:,}: ask "
+                    "for fewer destinations or departures",
+                )
+            table = gaps_svc.zone_gaps(
+                now.model,
+                now.area,
+                departs,
+                max_destinations=body.max_destinations,
+                demand=body.demand,
+            )
+        else:
+            place = place_of(now.area, body.origin, ["body", "origin"])
+            table = gaps_svc.origin_gaps(now.model, now.area, place, departs, demand=body.demand)
+        accept = request.headers.get("accept", "").lower()
+        headers = {"X-Model-Version": str(now.version), "X-Time-Zone": now.tz}
+        if GEOJSON in accept:
+            document = gaps_svc.gaps_geojson(table, synthetic=now.synthetic)
+            return Response(document, media_type=GEOJSON, headers=headers)
+        if "text/csv" in accept:
+            document = gaps_svc.gaps_csv(table, synthetic=now.synthetic)
+            return Response(document, media_type="text/csv", headers=headers)
+        return _gaps_answer(table, now)
+
+    @v1.post(
+        "/site",
+        tags=["plan"],
+        summary="Where k bases should stand, or the fewest bases: proven optimal",
+        response_model=SiteResponse,
+        responses={**ERRORS, **TOO_LARGE},
+    )
+    def site(body: SiteRequest) -> SiteResponse | JSONResponse:
+        now = served()
+        area = now.area
+        if body.candidates is None:
+            candidates = siting.area_points(area)
+        else:
+            candidates = _site_points(now, body.candidates, "candidates")
+        if body.demand is None:
+            demand = siting.area_points(area, what="demand")
+        else:
+            demand = _site_points(now, body.demand, "demand")
+            demand["weight"] = [point.weight for point in body.demand]
+        triples = (len(candidates) + len(body.fixed)) * len(demand) * len(body.departures)
+        limit = SITE_PAIR_ALLOWANCE * settings.max_pairs
+        if triples > limit:
+            raise FieldError(
+                ["body"],
+                f"{triples:,} probabilities to predict ({len(candidates):,} candidates and "
+                f"{len(body.fixed)} fixed bases x {len(demand):,} demand points x "
+                f"{len(body.departures)} departures) is more than the limit of {limit:,}: ask "
+                "for fewer, or run vrvm site on the command line",
+            )
+        departs = [
+            departure(value, now.tz, ["body", "departures", i])
+            for i, value in enumerate(body.departures)
+        ]
+        fixed = None
+        if body.fixed:
+            found = points_frame(area, body.fixed, lambda i: ["body", "fixed", i])
+            ids = [
+                point.name or point.zone or f"fixed {i + 1}" for i, point in enumerate(body.fixed)
+            ]
+            fixed = pd.DataFrame({"id": ids, "lat": found["lat"], "lon": found["lon"]})
+        try:
+            if body.bases is not None:
+                result = siting.site_bases(
+                    now.model,
+                    candidates,
+                    demand,
+                    body.bases,
+                    body.within_s,
+                    departs,
+                    fixed=fixed,
+                    time_limit_s=body.time_limit_s,
+                )
+            else:
+                result = siting.fewest_bases(
+                    now.model,
+                    candidates,
+                    demand,
+                    body.within_s,
+                    departs,
+                    body.min_probability,
+                    share=1.0 if body.share is None else body.share,
+                    fixed=fixed,
+                    time_limit_s=body.time_limit_s,
+                )
+        except siting.InfeasibleTarget as exc:
+            error = {
+                "loc": ["body", "min_probability"],
+                "msg": str(exc),
+                "type": "value_error",
+                "unreachable": [str(i) for i in exc.unreachable],
+            }
+            return JSONResponse({"detail": [error]}, status_code=422)
+        except ValueError as exc:
+            raise FieldError(_site_field(str(exc)), str(exc)) from None
+        return _site_answer(result, now, body.assignments)
 
     app.include_router(v1)
     # innermost, so the access log and CORS see its 500 like any other answer

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import (
     AfterValidator,
@@ -33,18 +33,34 @@ from pydantic import (
 )
 from typing_extensions import TypedDict  # extra_items (PEP 728); pydantic needs it < 3.12
 
+from vrvm.services.planning.data_gaps import MAX_DESTINATIONS
+from vrvm.services.planning.stops import MAX_DWELL_MIN, MAX_STOPS
 from vrvm.trips.files.time_range import check_departure
 
 __all__ = [
+    "MAX_GAP_DEPARTURES",
     "MAX_LEVELS",
+    "MAX_SITE_DEPARTURES",
+    "MAX_SITE_SOLVE_S",
     "ActiveModel",
     "BaseIn",
     "Cell",
+    "CompareModel",
+    "ComparePair",
+    "CompareReachMap",
+    "CompareRequest",
+    "CompareResponse",
+    "CompareSummary",
     "CoverageMap",
     "CoverageRequest",
+    "DemandIn",
     "Departure",
+    "DwellIn",
     "Feature",
     "FeatureCollection",
+    "GapZone",
+    "GapsRequest",
+    "GapsResponse",
     "Geometry",
     "Health",
     "IsochroneMap",
@@ -64,6 +80,18 @@ __all__ = [
     "ReachMap",
     "ReachOrigin",
     "Ready",
+    "SiteAssignment",
+    "SiteOut",
+    "SiteRequest",
+    "SiteResponse",
+    "StopIn",
+    "StopsDwell",
+    "StopsLeg",
+    "StopsQuantile",
+    "StopsRequest",
+    "StopsResponse",
+    "StopsStop",
+    "StopsTotal",
     "Support",
     "TripIn",
     "TripResult",
@@ -268,6 +296,265 @@ class CoverageRequest(BaseModel):
     bases: list[BaseIn] = Field(..., min_length=1)
     depart: Departure | None = Field(None, description="Departure time (as in trips' depart).")
     within_s: float = Field(..., gt=0, lt=7 * 86400, description="The time T in seconds.")
+
+
+class CompareRequest(BaseModel):
+    """What changed between two versions of the home's model: every origin to every
+    destination under both (``vrvm compare`` over HTTP)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "version_a": 1,
+                    "origins": [{"lat": 41.88, "lon": -87.63, "name": "Loop"}],
+                    "destinations": [{"zone": "41"}, {"lat": 41.97, "lon": -87.9}],
+                    "depart": "2016-05-03T08:00:00-05:00",
+                    "within_s": 1200,
+                }
+            ]
+        },
+    )
+
+    version_a: int = Field(
+        ..., ge=1, description="A committed version of the home's model store (GET /v1/models)."
+    )
+    version_b: int | None = Field(
+        None, ge=1, description="The other version; default: the one that answers now."
+    )
+    origins: list[PointIn] = Field(..., min_length=1)
+    destinations: list[PointIn] = Field(..., min_length=1)
+    depart: Departure | None = Field(
+        None, description="Departure time of every pair (as in trips' depart)."
+    )
+    within_s: float | None = Field(
+        None,
+        gt=0,
+        lt=7 * 86400,
+        description="A time t in seconds: also P(T <= t) under each version and its change.",
+    )
+
+
+MAX_GAP_DEPARTURES = 24
+"""Most departure times one ``POST /v1/gaps`` averages over."""
+
+
+class GapsRequest(BaseModel):
+    """Where data is missing: each zone's split of the predictive spread into the model's
+    own uncertainty and trip-to-trip variation (``vrvm gaps`` over HTTP)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"departures": ["2016-05-03T08:00:00", "2016-05-03T17:30:00"]},
+                {"departures": ["2016-05-03T08:00:00"], "origin": {"lat": 41.88, "lon": -87.63}},
+            ]
+        },
+    )
+
+    departures: list[Departure] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_GAP_DEPARTURES,
+        description="The departures the parts are averaged over (as in trips' depart).",
+    )
+    origin: PointIn | None = Field(
+        None,
+        description="Null: every zone's trips (to and from the representative destinations); "
+        "else the trips from this place to every zone.",
+    )
+    max_destinations: int = Field(
+        MAX_DESTINATIONS,
+        ge=1,
+        description="Representative destinations: every zone when there are at most this "
+        "many, else this many zones with the most demand.",
+    )
+    demand: list[Annotated[float, Field(ge=0)]] | None = Field(
+        None,
+        description="One non-negative weight per zone, in the order of GET /v1/zones; "
+        "default: the training trips starting in each zone.",
+    )
+
+
+class DwellIn(BaseModel):
+    """Time spent at a stop before the next leg leaves: fixed minutes, a log-normal by
+    its median and 90th percentile, or observed dwells (minutes, equally likely)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"minutes": 10}, {"median_min": 10, "p90_min": 18}]},
+    )
+
+    minutes: float | None = Field(None, ge=0, le=MAX_DWELL_MIN, description="A fixed dwell.")
+    median_min: float | None = Field(
+        None, gt=0, le=MAX_DWELL_MIN, description="Log-normal: the median."
+    )
+    p90_min: float | None = Field(
+        None, gt=0, le=MAX_DWELL_MIN, description="Log-normal: the 90th percentile."
+    )
+    sample_min: list[Annotated[float, Field(ge=0, le=MAX_DWELL_MIN)]] | None = Field(
+        None, min_length=1, max_length=10_000, description="Observed dwells, equally likely."
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> DwellIn:
+        forms = [
+            self.minutes is not None,
+            self.median_min is not None or self.p90_min is not None,
+            self.sample_min is not None,
+        ]
+        if sum(forms) != 1:
+            raise ValueError("give minutes, or median_min with p90_min, or sample_min")
+        if forms[1] and (self.median_min is None or self.p90_min is None):
+            raise ValueError("a log-normal dwell needs both median_min and p90_min")
+        return self
+
+
+class StopIn(PointIn):
+    """A stop: a point or a zone, an optional name, and the dwell there (none at the first
+    and the last stop)."""
+
+    dwell: DwellIn | None = Field(None, description="The dwell before the next leg leaves.")
+
+
+class StopsRequest(BaseModel):
+    """A trip through ordered stops, each leg leaving when the previous one arrives
+    (``vrvm stops`` over HTTP)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "stops": [
+                        {"name": "base", "lat": 41.8786, "lon": -87.6482},
+                        {
+                            "name": "scene",
+                            "lat": 41.9231,
+                            "lon": -87.7093,
+                            "dwell": {"minutes": 10},
+                        },
+                        {"name": "hospital", "lat": 41.8745, "lon": -87.6766},
+                    ],
+                    "depart": "2016-05-03T07:45:00-05:00",
+                    "within_s": 2700,
+                }
+            ]
+        },
+    )
+
+    stops: list[StopIn] = Field(
+        ..., min_length=2, max_length=MAX_STOPS, description="The stops in order."
+    )
+    depart: Departure | None = Field(
+        None, description="Departure from the first stop (as in trips' depart); default now."
+    )
+    within_s: float | None = Field(
+        None, gt=0, lt=7 * 86400, description="A time T in seconds: also P(total <= T)."
+    )
+    level: float = Field(0.9, gt=0, lt=1, description="Level of the central intervals.")
+    quantiles: list[Annotated[float, Field(gt=0, lt=1)]] = Field(
+        default_factory=list,
+        max_length=99,
+        description="Levels of the quantile table (the total and each leg); default none, "
+        "which keeps the answer fast (0.01, 0.02, ..., 0.99 adds about 2 s).",
+    )
+
+
+MAX_SITE_DEPARTURES = 24
+"""Most departure times one ``POST /v1/site`` averages over."""
+MAX_SITE_SOLVE_S = 120.0
+"""Longest a ``POST /v1/site`` solve may run (``time_limit_s``); the default is half."""
+
+
+class DemandIn(PointIn):
+    """A demand point: a point or a zone, an optional name, and its weight."""
+
+    weight: float = Field(1.0, ge=0, description="The demand there (a count, a rate...).")
+
+
+class SiteRequest(BaseModel):
+    """Where k bases should stand, or the fewest bases reaching enough demand
+    (``vrvm site`` over HTTP)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "bases": 3,
+                    "within_s": 480,
+                    "departures": ["2016-05-03T08:00:00-05:00"],
+                },
+                {
+                    "candidates": [{"zone": "32"}, {"name": "depot", "lat": 41.88, "lon": -87.63}],
+                    "demand": [{"zone": "41", "weight": 12}, {"zone": "76", "weight": 3}],
+                    "fixed": [{"zone": "32"}],
+                    "min_probability": 0.8,
+                    "share": 0.9,
+                    "within_s": 600,
+                    "departures": ["2016-05-03T08:00:00", "2016-05-03T17:30:00"],
+                },
+            ]
+        },
+    )
+
+    candidates: list[PointIn] | None = Field(
+        None,
+        min_length=1,
+        description="Candidate sites (id: the name, else the zone id, else the position); "
+        "default: every zone of the served model.",
+    )
+    demand: list[DemandIn] | None = Field(
+        None,
+        min_length=1,
+        description="Demand points with weights; default: every zone, weighted by the "
+        "training trips starting there.",
+    )
+    fixed: list[PointIn] = Field(
+        default_factory=list,
+        description="Existing bases kept open (counted in ``bases``): a candidate when its "
+        "id and point are a candidate's, else an extra site.",
+    )
+    within_s: float = Field(..., gt=0, lt=7 * 86400, description="The time T in seconds.")
+    departures: list[Departure] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_SITE_DEPARTURES,
+        description="Departures the probabilities are averaged over (as in trips' depart).",
+    )
+    bases: int | None = Field(
+        None, ge=1, description="k: the number of bases, fixed ones included."
+    )
+    min_probability: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Instead of ``bases``: the fewest bases reaching demand within T with at "
+        "least this probability.",
+    )
+    share: float | None = Field(
+        None, gt=0, le=1, description="With ``min_probability``: the share of demand (1)."
+    )
+    time_limit_s: float = Field(
+        MAX_SITE_SOLVE_S / 2,
+        gt=0,
+        le=MAX_SITE_SOLVE_S,
+        description="Stop the solver after this long: the best set found, with a bound.",
+    )
+    assignments: bool = Field(
+        False, description="Also each demand point's best site and its probability."
+    )
+
+    @model_validator(mode="after")
+    def _one_question(self) -> SiteRequest:
+        if (self.bases is None) == (self.min_probability is None):
+            raise ValueError("give either bases (k) or min_probability (the fewest bases)")
+        if self.share is not None and self.min_probability is None:
+            raise ValueError("share goes with min_probability")
+        return self
 
 
 # ---------------------------------------------------------------------------- answers
@@ -574,3 +861,308 @@ class CoverageMap(FeatureCollection):
     synthetic: bool
     model: ModelRef
     time_zone: str
+
+
+class CompareModel(BaseModel):
+    """One side of a comparison: a version of the home's model store."""
+
+    model_config = _ANSWER
+
+    version: int
+    name: str
+
+
+class CompareSummary(BaseModel):
+    """What changed, in a few numbers."""
+
+    model_config = _ANSWER
+
+    n_pairs: int
+    confident: float = Field(description="Slower: P(slower) above it; faster: below 1 - it.")
+    n_slower: int
+    share_slower: float
+    n_faster: int
+    share_faster: float
+    median_change_s: float | None = Field(
+        description="The median over the pairs of the change of the median (B - A), seconds."
+    )
+    n_within_uncertainty: int = Field(
+        description="Pairs whose change of the median is within the models' own uncertainty."
+    )
+    share_within_uncertainty: float
+
+
+@with_config(ConfigDict(allow_inf_nan=False, hide_input_in_errors=True))
+class ComparePair(TypedDict):
+    """One origin-destination pair under both versions (seconds; B - A for changes).
+
+    ``p_within_a``, ``p_within_b`` and ``p_within_change`` only with ``within_s``.
+    """
+
+    origin: Label
+    destination: Label
+    median_a_s: float | None
+    median_b_s: float | None
+    p_slower: float | None
+    lower90_a_s: float | None
+    upper90_a_s: float | None
+    lower90_b_s: float | None
+    upper90_b_s: float | None
+    median_change_s: float | None
+    median_change_lower90_s: float | None
+    median_change_upper90_s: float | None
+    within_uncertainty: bool
+    diff_lower90_s: float | None
+    diff_upper90_s: float | None
+    p_within_a: NotRequired[float | None]
+    p_within_b: NotRequired[float | None]
+    p_within_change: NotRequired[float | None]
+
+
+class CompareResponse(BaseModel):
+    """Every pair under versions A and B, origin by origin, and the summary."""
+
+    model_config = _ANSWER
+
+    model_a: CompareModel
+    model_b: CompareModel
+    time_zone: str
+    depart: str = Field(description="The departure of every pair, ISO 8601 in the models' zone.")
+    within_s: float | None
+    independence: str = Field(description="What P(slower) assumes, in words.")
+    summary: CompareSummary
+    pairs: list[ComparePair]
+
+
+class CompareReachMap(FeatureCollection):
+    """What changed from a base: one polygon per zone with ``zone``, ``label``, ``lat``,
+    ``lon`` and the fields of :class:`ComparePair` (but ``origin`` and ``destination``)."""
+
+    origin: ReachOrigin
+    departure: str = Field(description="ISO 8601 in the models' time zone.")
+    within_s: float | None
+    model_a: CompareModel
+    model_b: CompareModel
+    independence: str
+    summary: CompareSummary
+    synthetic: bool
+    time_zone: str
+
+
+class GapZone(BaseModel):
+    """One zone's split of the predictive spread (on the ``scale`` of the answer).
+
+    The standard deviations end in ``_log`` for a model of log-seconds, ``_s`` for one of
+    seconds; the support fields are there when the training trips were kept
+    (``support_trips_at_time`` only from an origin). Figures that cannot be computed
+    (the origin's own zone) are null.
+    """
+
+    model_config = _ANSWER
+
+    zone: str
+    number: int
+    label: str
+    name: str | None = Field(None, description="The planner's name of a polygon zone.")
+    lat: float
+    lon: float
+    epistemic_share: float | None = Field(
+        description="The model's own share of the predictive variance."
+    )
+    epistemic_sd_log: float | None = None
+    noise_sd_log: float | None = None
+    total_sd_log: float | None = None
+    between_sd_log: float | None = None
+    weights_sd_log: float | None = None
+    epistemic_sd_s: float | None = None
+    noise_sd_s: float | None = None
+    total_sd_s: float | None = None
+    between_sd_s: float | None = None
+    weights_sd_s: float | None = None
+    demand_weight: float
+    sharpening: float | None = Field(
+        description="The share of the demand-weighted variance more trips here would remove."
+    )
+    rank: int = Field(description="1: where more trips would sharpen the answers most.")
+    support_trips: int | None = None
+    support_trips_at_time: int | None = None
+    thin: bool | None = None
+
+
+class GapsResponse(BaseModel):
+    """Where more trips would sharpen the answers: every zone, ranked."""
+
+    model_config = _ANSWER
+
+    model: ModelRef
+    time_zone: str
+    scale: str = Field(description="log-seconds or seconds: the scale of the sd fields.")
+    departures: list[str] = Field(description="ISO 8601 in the model's time zone.")
+    demand_source: str
+    recalibrated: bool
+    epistemic_share: float | None = Field(
+        description="The demand-weighted share of the model's own uncertainty overall."
+    )
+    origin: ReachOrigin | None
+    synthetic: bool
+    zones: list[GapZone]
+
+
+class StopsDwell(BaseModel):
+    """A dwell as the service read it: ``fixed`` (one number), ``lognormal`` (median and
+    90th percentile) or ``empirical`` (the observed dwells), in minutes."""
+
+    model_config = _ANSWER
+
+    kind: Literal["fixed", "lognormal", "empirical"]
+    minutes: list[float]
+
+
+class StopsStop(BaseModel):
+    """A stop of the trip: its name, point and dwell."""
+
+    model_config = _ANSWER
+
+    name: str
+    lat: float
+    lon: float
+    dwell: StopsDwell
+
+
+class StopsTotal(BaseModel):
+    """The total time from the first stop to the last, dwells included (seconds)."""
+
+    model_config = _ANSWER
+
+    median_s: float | None
+    lo_s: float | None = Field(description="Lower end of the central interval of ``level``.")
+    hi_s: float | None = Field(description="Upper end (null when beyond the resolved range).")
+    level: float
+    mean_s: float | None
+    arrive: str | None = Field(description="Median arrival at the last stop, ISO 8601.")
+    unresolved_probability: float = Field(
+        description="Probability beyond the resolved range: the cdf is understated by at "
+        "most this much."
+    )
+    within_s: float | None = None
+    p_within: float | None = Field(None, description="P(total <= within_s); null without it.")
+
+
+class StopsLeg(BaseModel):
+    """One leg: when it leaves, its own travel time, when it arrives (clock times ISO 8601
+    with the central interval of the answer's ``level``; times in seconds)."""
+
+    model_config = ConfigDict(**_ANSWER, populate_by_name=True)
+
+    leg: int
+    from_: str = Field(alias="from")
+    to: str
+    depart: str | None
+    depart_lo: str | None
+    depart_hi: str | None
+    median_s: float | None
+    lo_s: float | None
+    hi_s: float | None
+    arrive: str | None
+    arrive_lo: str | None
+    arrive_hi: str | None
+    dwell: str = Field(description="The dwell at ``to``, in words.")
+    dwell_median_s: float
+
+
+class StopsQuantile(BaseModel):
+    """One row of the quantile table: the total's (``part`` "total", ``leg`` 0) or a
+    leg's own travel time at ``level``, and the clock time of arrival at ``to``."""
+
+    model_config = ConfigDict(**_ANSWER, populate_by_name=True)
+
+    part: Literal["total", "leg"]
+    leg: int
+    from_: str = Field(alias="from")
+    to: str
+    level: float
+    time_s: float | None
+    arrive: str | None
+
+
+class StopsResponse(BaseModel):
+    """A trip through ordered stops: the total's distribution and each leg."""
+
+    model_config = _ANSWER
+
+    model: ModelRef
+    time_zone: str
+    departure: str = Field(description="Departure from the first stop, ISO 8601.")
+    assumption: str = Field(description="What dependence between the legs is assumed.")
+    stops: list[StopsStop]
+    total: StopsTotal
+    legs: list[StopsLeg]
+    quantiles: list[StopsQuantile] = Field(description="Empty unless levels were asked for.")
+
+
+class SiteOut(BaseModel):
+    """A chosen site: its id and point, whether it was fixed, the demand points it is the
+    best base of, their share of the demand and their demand-weighted P(best base within T)."""
+
+    model_config = _ANSWER
+
+    id: str
+    lat: float
+    lon: float
+    fixed: bool
+    zones: int
+    demand_share: float
+    p_served: float | None = Field(description="Null when it serves no demand.")
+
+
+class SiteAssignment(BaseModel):
+    """A demand point and its best chosen site."""
+
+    model_config = _ANSWER
+
+    id: str
+    lat: float
+    lon: float
+    weight: float
+    site: str
+    probability: float = Field(description="P(that site within T).")
+    reached: bool | None = Field(
+        None, description="The fewest bases: probability >= min_probability."
+    )
+
+
+class SiteResponse(BaseModel):
+    """The chosen sites, the optimum beside the greedy answer, and the solver's word."""
+
+    model_config = _ANSWER
+
+    model: ModelRef
+    time_zone: str
+    problem: Literal["coverage", "cover"] = Field(
+        description="coverage: k bases, most demand reached; cover: fewest bases."
+    )
+    definition: str = Field(description="What is optimised, in words.")
+    sites: list[SiteOut] = Field(description="Fixed sites first, then by demand share.")
+    objective: float = Field(
+        description="coverage: demand-weighted P(best base within T); cover: the number of sites."
+    )
+    greedy_objective: float
+    greedy_sites: list[str] = Field(description="The greedy answer, in the order added.")
+    gap: float | None = Field(description="How much worse greedy is, relative to the optimum.")
+    bound: float | None = Field(description="The proven bound on the optimum.")
+    status: str = Field(description="optimal, time limit, no choice or stopped.")
+    mip_status: str = Field(description="HiGHS's message; empty when no MILP was needed.")
+    mip_gap: float | None = Field(description="HiGHS's own gap; null when no MILP ran.")
+    covered_share: float | None = Field(
+        description="cover: the share of demand reached with probability >= min_probability."
+    )
+    within_s: float
+    departures: list[str] = Field(description="ISO 8601 in the model's time zone.")
+    min_probability: float | None
+    share: float | None
+    predict_s: float
+    solve_s: float
+    synthetic: bool
+    assignments: list[SiteAssignment] | None = Field(
+        None, description="Each demand point's best site, when asked for."
+    )

@@ -53,6 +53,7 @@ import pandas as pd
 from vrvm._version import __version__
 from vrvm.cli._access import add_parsers as add_access_parsers
 from vrvm.cli._args import (
+    UsageError,
     evidence,
     forgetting_factor,
     fraction,
@@ -62,6 +63,8 @@ from vrvm.cli._args import (
     seed_int,
     widths_list,
 )
+from vrvm.cli._compare import add_parser as add_compare_parser
+from vrvm.cli._gaps import add_parser as add_gaps_parser
 from vrvm.cli._matrix import add_parser as add_matrix_parser
 from vrvm.cli._output import (
     format_demo_table,
@@ -79,6 +82,8 @@ from vrvm.cli._reading import (
 )
 from vrvm.cli._schedule import add_arrive_by_parser
 from vrvm.cli._serve import add_parser as add_serve_parser
+from vrvm.cli._site import add_parser as add_site_parser
+from vrvm.cli._stops import add_parser as add_stops_parser
 from vrvm.cli._train import check_model_target, cmd_train, fit_with_progress
 from vrvm.services.access.policy import cli_access, home_of
 from vrvm.services.analyst.area_check import check_same_area
@@ -103,10 +108,6 @@ from vrvm.trips.table import trips_sha256
 __all__ = ["build_parser", "main"]
 
 PROG = "vrvm"
-
-
-class UsageError(Exception):
-    """A command line that parses but asks for something impossible (exit status 2)."""
 
 
 # --------------------------------------------------------------------------- output
@@ -519,6 +520,10 @@ def build_parser() -> argparse.ArgumentParser:
     predict.set_defaults(handler=_cmd_predict)
     add_arrive_by_parser(commands, [common])
     add_matrix_parser(commands, common)
+    add_site_parser(commands, common)
+    add_stops_parser(commands, common)
+    add_compare_parser(commands, common)
+    add_gaps_parser(commands, common)
     add_serve_parser(commands, common)
     add_access_parsers(commands, common, reading)
 

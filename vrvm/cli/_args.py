@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 import numpy as np
 import pandas as pd
 
 from vrvm.services.analyst.retrain import parse_widths
 from vrvm.trips.places.timezones import check_zone
+
+
+class UsageError(Exception):
+    """A command line that parses but asks for something impossible (exit status 2)."""
 
 
 def int_at_least(low: int, what: str):
@@ -97,6 +102,38 @@ def seconds(text: str) -> float:
         value = float("nan")
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
+_DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|sec|min|h)?\s*", re.I)
+_DURATION_UNITS = {"s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def travel_time_s(text: str) -> float:
+    """A travel time > 0 with its unit, in seconds: ``480s``, ``8min``, ``8 min``, ``0.5h``.
+
+    A bare number is refused: ``--within 8`` could mean minutes or seconds, and the
+    answers for the two differ; the message says how to write either.
+
+    Examples
+    --------
+    >>> travel_time_s("8min"), travel_time_s("480s"), travel_time_s("0.25h")
+    (480.0, 480.0, 900.0)
+    >>> travel_time_s("8")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a travel time with its unit, ... (minutes or seconds?)
+    """
+    match = _DURATION.fullmatch(text)
+    if match and match.group(2) is None:
+        raise argparse.ArgumentTypeError(
+            "expected a travel time with its unit, such as 8min, 480s or 0.5h; "
+            f"got {text!r} (minutes or seconds?)"
+        )
+    value = float(match.group(1)) * _DURATION_UNITS[match.group(2).lower()] if match else 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"expected a travel time > 0 with its unit, such as 8min, 480s or 0.5h; got {text!r}"
+        )
     return value
 
 

@@ -30,13 +30,14 @@ from vrvm.cli._reading import (
     _write_arrow,
     _write_csv,
     _zones,
+    zone_file,
 )
 from vrvm.services.answers.matrix import iter_matrix, matrix_columns, read_points
 from vrvm.services.display.progress import format_seconds
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.store.durable import atomic_write
 
-__all__ = ["MATRIX_PROGRESS_PAIRS", "add_parser", "cmd_matrix"]
+__all__ = ["MATRIX_PROGRESS_PAIRS", "add_parser", "cmd_matrix", "write_pairs"]
 
 MATRIX_PROGRESS_PAIRS = 1_000_000
 """Matrices from this many pairs on show their progress when stderr is not a terminal."""
@@ -141,7 +142,8 @@ def _progress(pairs: int, stream: IO[str]) -> ProgressBar | None:
 
 
 def _arrow_tables(tables: Iterable[pd.DataFrame], origins, destinations):
-    """The batches as Arrow tables of one schema (text or integer labels)."""
+    """The batches as Arrow tables of one schema (labels as text or integers, boolean
+    columns as booleans, every other column float64): a batch cannot change a type."""
     import pyarrow as pa
 
     def label_type(points: pd.DataFrame):
@@ -153,13 +155,18 @@ def _arrow_tables(tables: Iterable[pd.DataFrame], origins, destinations):
             fields = [
                 pa.field("origin", label_type(origins)),
                 pa.field("destination", label_type(destinations)),
-                *(pa.field(c, pa.float64()) for c in table.columns[2:]),
+                *(
+                    pa.field(c, pa.bool_() if table[c].dtype.kind == "b" else pa.float64())
+                    for c in table.columns[2:]
+                ),
             ]
             schema = pa.schema(fields)
         yield pa.Table.from_pandas(table, schema=schema, preserve_index=False)
 
 
-def _write(out: str, tables: Iterable[pd.DataFrame], origins, destinations, stdout) -> None:
+def write_pairs(out: str, tables: Iterable[pd.DataFrame], origins, destinations, stdout) -> None:
+    """Write a long table of pairs, batch by batch: CSV on ``stdout`` for ``-``, CSV (maybe
+    compressed) or else Parquet by ``out``'s name, atomically."""
     if out == "-":
         _write_csv(stdout, tables)
         return
@@ -180,12 +187,7 @@ def _write(out: str, tables: Iterable[pd.DataFrame], origins, destinations, stdo
 def cmd_matrix(args, stdout: IO[str], stderr: IO[str]) -> int:
     """``vrvm matrix``: read the points, predict every pair in batches, write them."""
     matrix_columns(args.quantiles, args.prob_within)  # distinct columns, before any work
-    zones = None
-    if args.zones is not None:
-        from vrvm.trips.places.zone_files import ZoneFile  # shapely loads only when needed
-
-        path, id_property = args.zones
-        zones = ZoneFile.read(path, id_property=id_property)
+    zones = zone_file(args.zones)
     origins = read_points(args.origins, zones=zones)
     destinations = read_points(args.destinations, zones=zones)
     model = TravelTimeModel.load(args.model)
@@ -211,7 +213,7 @@ def cmd_matrix(args, stdout: IO[str], stderr: IO[str]) -> int:
         progress=bar,
     )
     try:
-        _write(args.out, tables, origins, destinations, stdout)
+        write_pairs(args.out, tables, origins, destinations, stdout)
     finally:
         tables.close()
         if bar is not None:

@@ -133,6 +133,17 @@ def _zones(text: str) -> tuple[str, str | None]:
     return path, prop or None
 
 
+def zone_file(spec: tuple[str, str | None] | None):
+    """The zone file a ``--zones FILE[:ID]`` option names (:func:`_zones`), read and
+    checked; None without the option. Shapely loads only when a file is given."""
+    if spec is None:
+        return None
+    from vrvm.trips.places.zone_files import ZoneFile
+
+    path, id_property = spec
+    return ZoneFile.read(path, id_property=id_property)
+
+
 def reading_parser() -> argparse.ArgumentParser:
     """The parent parser of the reading options."""
     reading = argparse.ArgumentParser(add_help=False)
@@ -191,12 +202,7 @@ def reading_options(args: argparse.Namespace) -> dict[str, Any]:
         roles = [role for role, _ in args.map]
         twice = sorted({r for r in roles if roles.count(r) > 1})
         raise ValueError(f"--map names {', '.join(twice)} more than once")
-    zones = None
-    if args.zones is not None:
-        from vrvm.trips.places.zone_files import ZoneFile  # shapely loads only when needed
-
-        path, id_property = args.zones
-        zones = ZoneFile.read(path, id_property=id_property)
+    zones = zone_file(args.zones)
     return {
         "schema": args.schema,
         "tz": args.tz,

@@ -64,6 +64,7 @@ __all__ = [
     "points_table",
     "preview_table",
     "read_points",
+    "read_table",
     "zone_points",
 ]
 
@@ -227,16 +228,17 @@ def points_table(
     return pd.DataFrame({"label": labels, "lat": lat, "lon": lon})
 
 
-def read_points(
+def read_table(
     path_or_buffer: str | os.PathLike[str] | bytes | IO[bytes],
     *,
-    zones: ZoneFile | None = None,
     source: str | None = None,
-) -> pd.DataFrame:
-    """Read origins or destinations from a CSV or Parquet file (see :func:`points_table`).
+    expected: str = "lat, lon and an optional name, or zone",
+) -> tuple[pd.DataFrame, str]:
+    """A small CSV or Parquet file of places as a frame, and the name to quote it by.
 
     A Parquet file is told by its first bytes; anything else is read as CSV, every
-    cell as text (so a message quotes it as written).
+    cell as text (so a message quotes it as written). ``expected`` says what the header
+    should hold when the file cannot be read.
     """
     if isinstance(path_or_buffer, bytes | bytearray):
         data = bytes(path_or_buffer)
@@ -261,8 +263,20 @@ def read_points(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(
             f"{name} could not be read ({first}): expected a CSV file with a header row "
-            "(lat, lon and an optional name, or zone), or a Parquet file"
+            f"({expected}), or a Parquet file"
         ) from None
+    return frame, name
+
+
+def read_points(
+    path_or_buffer: str | os.PathLike[str] | bytes | IO[bytes],
+    *,
+    zones: ZoneFile | None = None,
+    source: str | None = None,
+) -> pd.DataFrame:
+    """Read origins or destinations from a CSV or Parquet file (see :func:`points_table`
+    and :func:`read_table`)."""
+    frame, name = read_table(path_or_buffer, source=source)
     return points_table(frame, source=name, zones=zones)
 
 

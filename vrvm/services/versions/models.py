@@ -47,6 +47,7 @@ __all__ = [
     "default_model_name",
     "is_synthetic",
     "lineage_text",
+    "load_version",
     "model_caption",
     "model_name",
     "name_from_summary",
@@ -527,6 +528,16 @@ def active_model_path(home: Path) -> tuple[int, Path] | None:
     store = Home(home).models
     version = store.active_version()
     return None if version is None else (version, store.path(version))
+
+
+def load_version(home: Path, version: int) -> TravelTimeModel:
+    """A committed version's model, read from the data home's model store (a comparison's
+    second model; ``ValueError`` naming the versions there for an unknown one)."""
+    store = Home(home).models
+    known = version_numbers(home)
+    if int(version) not in known:
+        raise ValueError(f"model version {version} is not in the store (versions: {known})")
+    return TravelTimeModel.load(store.path(int(version)))
 
 
 def version_numbers(home: Path) -> list[int]:

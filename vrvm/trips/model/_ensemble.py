@@ -395,8 +395,9 @@ def relevance_table(members, arrays, tz: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def choose_widths(model, X, y, d, seed: int) -> tuple[np.ndarray, dict]:
-    """Explicit widths as given, or ``"auto"`` ones chosen once on a pooled subsample."""
+def choose_widths(model, X, y, d, seed: int, priors=None) -> tuple[np.ndarray, dict]:
+    """Explicit widths as given, or ``"auto"`` ones chosen once on a pooled subsample
+    (by members with the noise ``priors``, ``{"e0": ..., "f0": ...}``, of the fit)."""
     if not isinstance(model.kernel_widths, str):
         return np.atleast_1d(np.asarray(model.kernel_widths, dtype=np.float64)), {}
     rng = np.random.default_rng(seed)
@@ -404,7 +405,7 @@ def choose_widths(model, X, y, d, seed: int) -> tuple[np.ndarray, dict]:
     if rows.size > model.selection_size:
         rows = np.sort(rng.choice(rows.size, size=model.selection_size, replace=False))
     started = time.perf_counter()
-    selector = model.member_template(random_state=seed, n_jobs=model.n_jobs).fit(
+    selector = model.member_template(random_state=seed, n_jobs=model.n_jobs, **(priors or {})).fit(
         X[rows], y[rows], linear=d[rows]
     )
     logger.info(

@@ -21,6 +21,7 @@ intervals to 0.98-1.00 coverage, BENCHMARKS.md, issue 34).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -37,12 +38,16 @@ from vrvm.engine.mixture import MixtureDistribution
 from vrvm.engine.recalibrated import RecalibratedMixture
 from vrvm.trips.model import _ensemble
 
-__all__ = ["SCALE_FIT_ROWS", "Spread"]
+__all__ = ["SCALE_CAP", "SCALE_FIT_ROWS", "Spread"]
 
 logger = logging.getLogger(__name__)
 
 #: Training trips (at most) on which the distance scale is fitted.
 SCALE_FIT_ROWS = 20_000
+
+#: A member's scale times g(x) is at most this many standard deviations of the training
+#: targets the spread is fitted on (:attr:`Spread.max_scale`).
+SCALE_CAP = 3.0
 
 
 class Spread:
@@ -69,6 +74,15 @@ class Spread:
     pit_map : PitMap or None
         G, or None where the out-of-shard PITs are uniform enough (or ``recalibrate``
         is off).
+    max_scale : float
+        The largest scale a member's component may have (before the twin scales):
+        :data:`SCALE_CAP` standard deviations of the training targets (inf in files
+        from before it). A member fitted on a few hundred trips can be far more
+        uncertain of its weights at a rare kind of trip (San Francisco's round trips,
+        the shortest distance, where g(x) is also largest): on 1,000 trips such
+        components reached log-scales of 5 and means of 10^20 hours, a predictive no
+        wider in its body but absurd in its mean and its tail. No component is wider
+        than the spread of all the trips it was fitted on, thrice over.
     score : dict
         The out-of-shard mean log density before and after the scales, the trips it
         was measured on, where they came from (``source="stream"`` after updates),
@@ -84,6 +98,7 @@ class Spread:
         self.d_range = (0.0, 0.0)
         self.twin = 0.0
         self.pit_map: PitMap | None = None
+        self.max_scale = math.inf
         self.score: dict = {}
         self.seed = 0  # of the PIT map's cross-validation folds (the fit's seed)
 
@@ -103,12 +118,21 @@ class Spread:
         """g(x) at distance columns ``d``."""
         return scale_multiplier(self.coef, d, self.d_range)
 
+    def scaled(self, scale: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """The members' scales ``scale`` (M, n) times g(x) at distance columns ``d``, at
+        most :attr:`max_scale`."""
+        if self.coef.any():
+            scale = scale * self.multiplier(d)
+        return np.minimum(scale, self.max_scale)
+
     def fit(self, predictives, X, y, d, shard_of_row, seed) -> Spread:
         """Fit on out-of-shard predictions of (at most :data:`SCALE_FIT_ROWS`) training
         trips: trip i is scored by the members other than its shard's
         (``shard_of_row``)."""
         self.coef = np.zeros(3)
         self.d_range = (float(d.min()), float(d.max()))
+        spread = float(np.std(y)) if y.size > 1 else 0.0
+        self.max_scale = SCALE_CAP * spread if np.isfinite(spread) and spread > 0 else math.inf
         self.score = {}
         self.twin = 0.0
         self.pit_map = None
@@ -148,8 +172,7 @@ class Spread:
         self.score = {"before": before, "after": after, "n_trips": y.size, **score}
         self.pit_map = None
         if self.recalibrate:  # the PITs under the scales just fitted
-            scaled = scale * self.multiplier(d)
-            pits = held_out_pits(loc, scaled, y, held_out, df, twin=self.twin)
+            pits = held_out_pits(loc, self.scaled(scale, d), y, held_out, df, twin=self.twin)
             self.pit_map, record = fit_pit_map(pits, random_state=self.seed)
             self.score["pit_map"] = record
         return self
@@ -159,8 +182,7 @@ class Spread:
     ) -> MixtureDistribution:
         """The predictive from the members' locations and scales, (M, n) each, at
         distance columns ``d`` (``log``: of log-seconds, read on seconds)."""
-        if self.coef.any():
-            scale = scale * self.multiplier(d)
+        scale = self.scaled(scale, d)
         df = _ensemble.degrees_of_freedom(predictives)
         df = None if df is None else df[:, None]
         if self.twin > 0:  # member m is components m and M + m
@@ -190,6 +212,7 @@ class Spread:
             "score": dict(self.score),
             "twin": float(self.twin),
             "pit_map": None if self.pit_map is None else self.pit_map.to_state(),
+            "max_scale": None if math.isinf(self.max_scale) else float(self.max_scale),
         }
 
     @classmethod
@@ -207,6 +230,10 @@ class Spread:
         spread.twin = float(state.get("twin", 0.0))
         if not (np.isfinite(spread.twin) and spread.twin >= 0):
             raise ValueError(f"noise_scale.twin must be a number >= 0, got {spread.twin}")
+        max_scale = state.get("max_scale")
+        spread.max_scale = math.inf if max_scale is None else float(max_scale)
+        if not spread.max_scale > 0:
+            raise ValueError(f"noise_scale.max_scale must be a number > 0, got {max_scale}")
         if state.get("pit_map") is not None:
             try:
                 spread.pit_map = PitMap.from_state(state["pit_map"])

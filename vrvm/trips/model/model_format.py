@@ -147,6 +147,8 @@ def load_model(cls, path: str | os.PathLike[str]):
         model = cls(**meta["params"])
         if "shard_weight" not in meta["params"]:  # fitted before it existed: plain shards
             model.shard_weight = 1.0
+        if "noise_prior" not in meta["params"]:  # fitted before it existed: vague prior
+            model.noise_prior = 0.0
         n_members = int(meta["n_members"])
         if len(meta["members"]) != n_members:
             raise ValueError(f"{len(meta['members'])} member records for {n_members} members")

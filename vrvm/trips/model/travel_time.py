@@ -40,7 +40,7 @@ from vrvm.trips.model.pair_offsets import ENDS, fit_model_offsets
 from vrvm.trips.places.zones import stratified_shards, trip_strata
 from vrvm.trips.table import check_trips, summarise_trips, travel_times, trip_provenance
 
-__all__ = ["TravelTimeModel"]
+__all__ = ["NOISE_PRIOR_FRACTION", "TravelTimeModel"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 #: phase one of "reading", "location", "members", "statistics", "offsets" (see
 #: :meth:`TravelTimeModel.fit`).
 ProgressCallback = Callable[[int, int, float, str], Any]
+
+#: The prior guess of a member's noise sd as a fraction of its targets' sd (``noise_prior``).
+NOISE_PRIOR_FRACTION = 0.25
 
 # Parameters passed on unchanged to every member (and to the width-selection fit).
 _REGRESSOR_PARAMS = (
@@ -91,6 +94,7 @@ _PARAMETER_CONSTRAINTS = {
     ),
     "shard_weight": (real(0, strict=True), "a number > 0"),
     "online_reserve": (integer(0), "an integer >= 0"),
+    "noise_prior": (real(0, strict=False), "a number >= 0"),
     "online_every": (integer(1), "an integer >= 1"),
     "random_state": SEED,
     "name": (
@@ -251,6 +255,19 @@ class TravelTimeModel(BaseEstimator):
         PITs are uniform enough keeps the exact mixture F. On the San Francisco bike
         share the map takes 90 % coverage from 0.94 to 0.90; Chicago and NYC keep F
         (``BENCHMARKS.md``, issue 34). ``"none"``: never.
+    noise_prior : float, default=4.0
+        Weight, in trips, of a prior on each member's noise: a Gamma prior on the noise
+        precision, lambda ~ Gam(e0, f0) with e0 = noise_prior / 2 and
+        f0 = e0 (rho s)^2, s the standard deviation of the members' targets and
+        rho = :data:`NOISE_PRIOR_FRACTION` (a guess of the noise as a quarter of the
+        spread), worth ``noise_prior`` trips of that noise (Bishop 2006, eq. 2.146-2.151).
+        On a few hundred trips per member the vague prior (``0``: e0 = f0 = 1e-6) lets
+        a member interpolate its shard (noise sd 1e-4 in log seconds with 108 relevance
+        vectors for 125 trips); the spread fitted out of shard must then widen it
+        ~1,000-fold, which also widens the weights' uncertainty far from the data, and
+        some predictives get log-scales of 4 and means of days (NYC, 1,000 trips). With
+        the prior: noise sd 0.025, the largest mean 1.1 h, CRPS alike; on thousands of
+        trips per member it weighs nothing (``BENCHMARKS.md``, small uploads).
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
         makes the fit reproducible, whatever ``n_jobs`` and ``backend``.
@@ -382,6 +399,7 @@ class TravelTimeModel(BaseEstimator):
         twin_scales: bool = True,
         location_stage: bool = True,
         recalibration: str = "auto",
+        noise_prior: float = 4.0,
         random_state: int | np.random.Generator | None = None,
         name: str | None = None,
     ):
@@ -413,6 +431,7 @@ class TravelTimeModel(BaseEstimator):
         self.twin_scales = twin_scales
         self.location_stage = location_stage
         self.recalibration = recalibration
+        self.noise_prior = noise_prior
         self.random_state = random_state
         self.name = name
 
@@ -430,6 +449,17 @@ class TravelTimeModel(BaseEstimator):
         params = {name: getattr(self, name) for name in _REGRESSOR_PARAMS}
         params.update(overrides)
         return VRVMRegressor(**params)
+
+    def noise_priors(self, y: np.ndarray) -> dict[str, float]:
+        """The members' Gamma prior on the noise precision, ``{"e0": ..., "f0": ...}``, for
+        targets ``y`` (see ``noise_prior``; empty: the members' vague default)."""
+        if not self.noise_prior:
+            return {}
+        spread = float(np.std(y)) if y.size > 1 else 0.0
+        if not (np.isfinite(spread) and spread > 0):
+            return {}
+        e0 = 0.5 * float(self.noise_prior)
+        return {"e0": e0, "f0": e0 * (NOISE_PRIOR_FRACTION * spread) ** 2}
 
     # ------------------------------------------------------------------ fitting
     def fit(
@@ -542,7 +572,8 @@ class TravelTimeModel(BaseEstimator):
         shard_of_row = stratified_shards(strata, self.n_members, random_state=seeds.shards)
         shard_rows = [np.flatnonzero(shard_of_row == m) for m in range(self.n_members)]
 
-        widths, width_scores = _ensemble.choose_widths(self, X, y, d, seeds.selection)
+        priors = self.noise_priors(y)
+        widths, width_scores = _ensemble.choose_widths(self, X, y, d, seeds.selection, priors)
         logger.info(
             "fitting %d members on %d trips with kernel widths %s",
             self.n_members,
@@ -551,7 +582,7 @@ class TravelTimeModel(BaseEstimator):
         )
         tasks = []
         for m, rows in enumerate(shard_rows):
-            params = self.member_template(kernel_widths=widths.tolist()).get_params()
+            params = self.member_template(kernel_widths=widths.tolist(), **priors).get_params()
             params["random_state"] = seeds.members[m]
             params["n_reserve"] = n_reserve
             tasks.append((m, X[rows], y[rows], d[rows], params, sample_weight))
