@@ -166,16 +166,24 @@ def _timeline_figure(trip: StopsTrip, threshold_s: float, *, synthetic: bool) ->
                 base=[depart],
                 orientation="h",
                 marker_color="#1f77b4",
-                error_x={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [ms(r["arrive_hi"] - r["arrive"])],
-                    "arrayminus": [ms(r["arrive"] - r["arrive_lo"])],
-                },
                 hovertemplate=(
                     f"{name}<br>leaves {depart:%H:%M}, arrives {arrive:%H:%M} "
                     f"(90 %: {r['arrive_lo']:%H:%M}-{r['arrive_hi']:%H:%M})<extra></extra>"
                 ),
+                showlegend=False,
+            ),
+            row=1,
+            col=1,
+        )
+        # the arrival's 90 % range as a whisker (plotly draws no error bars on a date axis)
+        fig.add_trace(
+            go.Scatter(
+                x=[r["arrive_lo"].tz_localize(None), r["arrive_hi"].tz_localize(None)],
+                y=[name, name],
+                mode="lines+markers",
+                line={"color": "#333333", "width": 1.5},
+                marker={"symbol": "line-ns-open", "size": 12, "color": "#333333"},
+                hoverinfo="skip",
                 showlegend=False,
             ),
             row=1,
