@@ -127,7 +127,6 @@ from vrvm.services.versions.models import (
     is_synthetic,
     load_version,
     model_name,
-    version_numbers,
     version_records,
 )
 from vrvm.trips.model.travel_time import TravelTimeModel
@@ -958,8 +957,10 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
 
     # ------------------------------------------------------------------ plan
     @functools.lru_cache(maxsize=2)
-    def stored_model(version: int) -> TravelTimeModel:
+    def stored_model(version: int, created: str) -> TravelTimeModel:
         # a committed version never changes: loaded once, read-only, beside the served one
+        # (``created`` tells it from a later version that reused its number)
+        del created
         return load_version(settings.home, version)
 
     def version_model(
@@ -976,14 +977,14 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         if version == now.version:
             model = now.model
         else:
-            known = version_numbers(settings.home)
+            known = {r["version"]: r["created"] for r in version_records(settings.home)}
             if version not in known:
                 raise FieldError(
                     loc,
                     f"the home's model store has no version {version}; its versions are "
-                    f"{', '.join(map(str, known))} (GET /v1/models)",
+                    f"{', '.join(map(str, sorted(known)))} (GET /v1/models)",
                 )
-            model = stored_model(version)
+            model = stored_model(version, known[version])
         if len(model.members_) < 2:
             raise FieldError(
                 loc,
