@@ -235,6 +235,38 @@ def show_controls(key: str, area: ServiceArea, *, mode: str = "od") -> ODState:
     return state
 
 
+def place_state(key: str, area: ServiceArea) -> ODState:
+    """A one-place picker's state (``origin`` the place): a click's zone, the list's, or
+    (first visit, or its zone gone) a central zone (:func:`places.central_place`)."""
+    state = handle_map_event(key, area, mode="origin")  # on the map's zones
+    st.session_state.pop(f"{key}_moved", None)  # said by the list's new label here
+    if state.origin is None:
+        state = replace(state, origin=places.central_place(area))
+        set_state(key, state)
+    return state
+
+
+def place_list(container, label: str, key: str, area: ServiceArea, place) -> None:
+    """The searchable list (``{key}_place``) beside a one-place map, showing ``place`` (a
+    click on the map changes it too); choosing another moves the picker's place."""
+    st.session_state[f"{key}_place"] = place.label
+    container.selectbox(
+        label,
+        area.labels,
+        key=f"{key}_place",
+        on_change=_pick_place,
+        args=(key, area),
+        help="Click a zone on the map or type to search the list.",
+    )
+
+
+def _pick_place(key: str, area: ServiceArea) -> None:
+    label = st.session_state.get(f"{key}_place")
+    if label is not None:
+        place = places.place_from_label(area, label)
+        set_state(key, replace(get_state(key), origin=place))
+
+
 def legend_html(mode: str) -> str:
     """Colour key of the origin and destination markers."""
 

@@ -24,7 +24,6 @@ State keys (all prefixed with the section's ``key``):
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -241,38 +240,11 @@ def _reach(
     )
 
 
-def _base(key: str, area: ServiceArea) -> Place:
-    """The base: a click's zone, the list's, or (first visit) the busiest zone."""
-    base = f"{key}_base"
-    state = od_picker.handle_map_event(base, area, mode="origin")
-    st.session_state.pop(f"{base}_moved", None)  # said by the list's new label here
-    if state.origin is None:
-        state = replace(state, origin=places.central_place(area))
-        od_picker.set_state(base, state)
-    return state.origin
-
-
-def _pick_base(key: str, area: ServiceArea) -> None:
-    label = st.session_state.get(f"{key}_base_place")
-    if label is not None:
-        base = f"{key}_base"
-        place = places.place_from_label(area, label)
-        od_picker.set_state(base, replace(od_picker.get_state(base), origin=place))
-
-
 def _show_reach(key: str, ctx: ModelContext, versions, model_a, model_b) -> None:
     area = ctx.area
-    place = _base(key, area)
-    st.session_state[f"{key}_base_place"] = place.label  # a click changes it too
+    place = od_picker.place_state(f"{key}_base", area).origin
     map_column, control_column = st.columns([5, 2], gap="medium")
-    control_column.selectbox(
-        "Base",
-        area.labels,
-        key=f"{key}_base_place",
-        on_change=_pick_base,
-        args=(key, area),
-        help="Click a zone on the map or type to search the list.",
-    )
+    od_picker.place_list(control_column, "Base", f"{key}_base", area, place)
     st.session_state.setdefault(f"{key}_metric", "median")
     with control_column:
         metric = st.radio(

@@ -22,7 +22,6 @@ State keys (all prefixed with the section's ``key``):
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, time
 
 import numpy as np
@@ -34,7 +33,6 @@ from app_ui.context import ModelContext
 from vrvm import TravelTimeModel
 from vrvm.services.answers import forecast
 from vrvm.services.display.text import plain_markdown
-from vrvm.services.map import places
 from vrvm.services.map.area import ServiceArea
 from vrvm.services.map.places import ODState, Place
 from vrvm.services.planning import data_gaps
@@ -86,21 +84,10 @@ def _origin(key: str, area: ServiceArea) -> Place:
     """The origin: a click's zone (which also shows the trips from it), the list's, or
     (first visit) the busiest zone."""
     before = od_picker.get_state(key, area)
-    state = od_picker.handle_map_event(key, area, mode="origin")
-    st.session_state.pop(f"{key}_moved", None)  # said by the list's new label here
-    if state.origin is None:
-        state = replace(state, origin=places.central_place(area))
-        od_picker.set_state(key, state)
-    elif state.last_selection not in (None, before.last_selection):
+    state = od_picker.place_state(key, area)
+    if state.last_selection not in (None, before.last_selection):
         st.session_state[f"{key}_scope"] = "origin"  # a click asks for the trips from there
     return state.origin
-
-
-def _pick(key: str, area: ServiceArea) -> None:
-    label = st.session_state.get(f"{key}_place")
-    if label is not None:
-        place = places.place_from_label(area, label)
-        od_picker.set_state(key, replace(od_picker.get_state(key), origin=place))
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -172,15 +159,7 @@ def _controls(key: str, ctx: ModelContext, place: Place):
         horizontal=True,
     )
     if scope == "origin":
-        st.session_state[f"{key}_place"] = place.label  # a click changes it too
-        left.selectbox(
-            "Origin",
-            area.labels,
-            key=f"{key}_place",
-            on_change=_pick,
-            args=(key, area),
-            help="Click a zone on the map or type to search the list.",
-        )
+        od_picker.place_list(left, "Origin", key, area, place)
     return departures, scope, metric
 
 

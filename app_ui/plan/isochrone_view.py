@@ -19,15 +19,11 @@ State keys (all prefixed with the section's ``key``):
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 import streamlit as st
 
 from app_ui import maps, od_picker, sidebar, trip_controls
 from app_ui.context import ModelContext
-from vrvm.services.map import places
-from vrvm.services.map.area import ServiceArea
 from vrvm.services.map.places import ODState, Place
 from vrvm.services.planning import isochrones
 
@@ -42,35 +38,9 @@ def _percent(p: float) -> str:
     return f"{100 * p:g} %"
 
 
-def _place(key: str, area: ServiceArea) -> Place:
-    """The place: a click's zone, the list's, or (first visit, none of the zones holds it
-    any more) a central zone."""
-    state = od_picker.handle_map_event(key, area, mode="origin")  # on the map's zones
-    st.session_state.pop(f"{key}_moved", None)  # said by the list's new label here
-    if state.origin is None:
-        state = replace(state, origin=places.central_place(area))
-        od_picker.set_state(key, state)
-    return state.origin
-
-
-def _pick(key: str, area: ServiceArea) -> None:
-    label = st.session_state.get(f"{key}_place")
-    if label is not None:
-        place = places.place_from_label(area, label)
-        od_picker.set_state(key, replace(od_picker.get_state(key), origin=place))
-
-
 def _controls(key: str, ctx: ModelContext, place: Place):
     area = ctx.area
-    st.session_state[f"{key}_place"] = place.label  # a click changes it too
-    st.selectbox(
-        "Place",
-        area.labels,
-        key=f"{key}_place",
-        on_change=_pick,
-        args=(key, area),
-        help="Click a zone on the map or type to search the list.",
-    )
+    od_picker.place_list(st, "Place", key, area, place)
     st.session_state.setdefault(f"{key}_direction", "from")
     direction = st.segmented_control(
         "Direction",
@@ -95,7 +65,7 @@ def _controls(key: str, ctx: ModelContext, place: Place):
 
 def show(key: str, ctx: ModelContext) -> None:
     """The isochrone section of the Plan page."""
-    place = _place(key, ctx.area)
+    place = od_picker.place_state(key, ctx.area).origin
     map_column, control_column = st.columns([5, 2], gap="medium")
     with control_column:
         direction, departure, within_min, levels = _controls(key, ctx, place)

@@ -80,3 +80,19 @@ def serve_on_localhost():
 def live_server(vrvm_home, serve_on_localhost):
     """The API over the tiny home on a real uvicorn server on 127.0.0.1: its base URL."""
     return serve_on_localhost(create_app(ApiSettings(home=vrvm_home, check_every_s=0.05)))
+
+
+@pytest.fixture(scope="module")
+def tiny_client(tiny_home):
+    """A test client of the tiny home, served as it is (nothing is written): one per
+    module, for tests that only read answers."""
+    with TestClient(create_app(ApiSettings(home=tiny_home, check_every_s=0.05))) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def tiny_served(tiny_home):
+    """What the tiny home serves (model, area): the services' side of a comparison."""
+    from vrvm.services.answers.live import LiveModel
+
+    return LiveModel(tiny_home).current()

@@ -11,7 +11,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from vrvm.api import ApiSettings, create_app
-from vrvm.services.answers.live import LiveModel
 from vrvm.services.map.places import place_from_zone
 from vrvm.services.planning.data_gaps import gaps_summary, origin_gaps, zone_gaps
 
@@ -20,15 +19,13 @@ STAMPS = [pd.Timestamp(d, tz="UTC") for d in DEPARTS]  # the demo model's zone
 
 
 @pytest.fixture(scope="module")
-def client(tiny_home):
-    # nothing is written: the tiny home is served as it is
-    with TestClient(create_app(ApiSettings(home=tiny_home, check_every_s=0.05))) as client:
-        yield client
+def client(tiny_client):
+    return tiny_client
 
 
 @pytest.fixture(scope="module")
-def served(tiny_home):
-    return LiveModel(tiny_home).current()
+def served(tiny_served):
+    return tiny_served
 
 
 def _close(found: pd.DataFrame, expected: pd.DataFrame, rel=1e-9) -> None:

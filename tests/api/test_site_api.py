@@ -8,7 +8,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from vrvm.api import ApiSettings, create_app
-from vrvm.services.answers.live import LiveModel
 from vrvm.services.planning.siting import area_points, fewest_bases, site_bases
 
 DEPARTS = ["2024-03-12T08:00:00", "2024-03-12T17:30:00"]
@@ -16,15 +15,13 @@ STAMPS = [pd.Timestamp(d, tz="UTC") for d in DEPARTS]  # the demo model's zone
 
 
 @pytest.fixture(scope="module")
-def client(tiny_home):
-    # nothing is written: the tiny home is served as it is
-    with TestClient(create_app(ApiSettings(home=tiny_home, check_every_s=0.05))) as client:
-        yield client
+def client(tiny_client):
+    return tiny_client
 
 
 @pytest.fixture(scope="module")
-def served(tiny_home):
-    return LiveModel(tiny_home).current()
+def served(tiny_served):
+    return tiny_served
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from fastapi.testclient import TestClient
 
-from vrvm.api import ApiSettings, create_app
-from vrvm.services.answers.live import LiveModel
 from vrvm.services.planning.stops import Dwell, Stop, trip_with_stops
 
 DEPART = "2024-03-12T07:40:00"
@@ -16,15 +13,13 @@ STAMP = pd.Timestamp(DEPART, tz="UTC")  # the demo model's zone
 
 
 @pytest.fixture(scope="module")
-def client(tiny_home):
-    # nothing is written: the tiny home is served as it is
-    with TestClient(create_app(ApiSettings(home=tiny_home, check_every_s=0.05))) as client:
-        yield client
+def client(tiny_client):
+    return tiny_client
 
 
 @pytest.fixture(scope="module")
-def served(tiny_home):
-    return LiveModel(tiny_home).current()
+def served(tiny_served):
+    return tiny_served
 
 
 @pytest.fixture(scope="module")

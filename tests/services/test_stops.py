@@ -388,8 +388,8 @@ def test_bad_trips():
          r"stop 3 \(h\) has a dwell \(3 min\) but the trip ends there"),
         ([Stop(stops[0].lat, stops[0].lon, "b", Dwell.fixed(3)), stops[2]], when,
          "delay the departure instead"),
-        (stops, "not a time", "the departure must be a date and time"),
-        (stops, None, "the departure must be a date and time"),
+        (stops, "not a time", "the departure: 'not a time' is not a date and time"),
+        (stops, None, "the departure: a date and time is needed, got None"),
         (["base", "scene"], when, "stop 1 must be a Stop"),
     ]  # fmt: skip
     for trip, departure, message in cases:

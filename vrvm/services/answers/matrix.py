@@ -53,6 +53,7 @@ __all__ = [
     "DASHBOARD_MAX_PAIRS",
     "MATRIX_BATCH_PAIRS",
     "iter_matrix",
+    "iter_pair_batches",
     "matrix_columns",
     "matrix_command",
     "matrix_csv",
@@ -451,12 +452,19 @@ def iter_matrix(
     }
     predict = _Batch(model, origins, destinations, stamp, options)
     total = len(origins) * len(destinations)
+    yield from iter_pair_batches(predict, total, batch_pairs, threads, progress)
+
+
+def iter_pair_batches(batch, total: int, batch_pairs: int, threads, progress):
+    """The tables ``batch((start, stop))`` makes of pairs ``[start, stop)``, for ``total``
+    pairs in steps of ``batch_pairs``, computed ``threads`` at a time and yielded in
+    order, with ``progress(done, total, elapsed_s, "pairs")`` after each."""
     bounds = ((s, min(s + batch_pairs, total)) for s in range(0, total, batch_pairs))
     started = time.perf_counter()
     done = 0
     if progress is not None:
         progress(0, total, 0.0, "pairs")
-    for table in in_threads(predict, bounds, threads=threads):
+    for table in in_threads(batch, bounds, threads=threads):
         done += len(table)
         if progress is not None:
             progress(done, total, time.perf_counter() - started, "pairs")

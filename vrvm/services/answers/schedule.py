@@ -58,6 +58,7 @@ __all__ = [
     "default_deadline",
     "default_pair",
     "depart_within",
+    "local_time",
     "on_time_probability",
     "window_departures",
     "window_distribution",
@@ -77,11 +78,21 @@ def _check_prob(prob: float) -> float:
     return prob
 
 
-def _local(value, tz: str, what: str) -> pd.Timestamp:
-    """``value`` as a timestamp in ``tz`` (a naive one is a wall-clock time there)."""
+def local_time(value, tz: str, what: str = "departure") -> pd.Timestamp:
+    """``value`` as a timestamp in ``tz``: a naive one is a wall-clock time there (an
+    ambiguous one the first, daylight-saving one; one that does not exist moved forward),
+    an aware one converted. ``ValueError`` names ``what`` when ``value`` is no time.
+
+    Examples
+    --------
+    >>> local_time("2016-05-03 08:00", "America/Chicago")
+    Timestamp('2016-05-03 08:00:00-0500', tz='America/Chicago')
+    >>> local_time("2016-11-06 01:30", "America/Chicago").utcoffset()  # the first 01:30
+    datetime.timedelta(days=-1, seconds=68400)
+    """
     try:
         stamp = pd.Timestamp(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{what}: {value!r} is not a date and time") from None
     if pd.isna(stamp):
         raise ValueError(f"{what}: a date and time is needed, got {value!r}")
@@ -112,7 +123,7 @@ def default_deadline(tz: str, now: datetime | None = None) -> pd.Timestamp:
     day = now.date() + timedelta(days=1)
     while day.weekday() >= 5:
         day += timedelta(days=1)
-    return _local(datetime.combine(day, time(9, 0)), tz, "deadline")
+    return local_time(datetime.combine(day, time(9, 0)), tz, "deadline")
 
 
 def default_pair(area: ServiceArea, *, candidates: int = 10) -> tuple[Place, Place]:
@@ -134,7 +145,7 @@ def on_time_probability(
     Departures at or after the deadline have probability 0.
     """
     departures = pd.DatetimeIndex(departures)
-    deadline = _local(deadline, model.tz_, "deadline")
+    deadline = local_time(deadline, model.tz_, "deadline")
     if departures.tz is None:
         departures = departures.tz_localize(model.tz_, ambiguous=True)
     dist = model.predict_dist(_od_queries(origin, dest, departures))
@@ -317,7 +328,7 @@ def arrive_by(
     ArriveBy
     """
     prob = _check_prob(prob)
-    deadline = _local(deadline, model.tz_, "deadline").floor("s")
+    deadline = local_time(deadline, model.tz_, "deadline").floor("s")
     search_hours = float(search_hours)
     if not 0 < search_hours <= MAX_SEARCH_HOURS:
         raise ValueError(f"search_hours must lie in (0, {MAX_SEARCH_HOURS:g}], got {search_hours}")
@@ -458,7 +469,7 @@ def window_distribution(
     equal-weight mixture of every member at every departure of :func:`window_departures`."""
     tz = model.tz_
     departures = window_departures(
-        _local(start, tz, "window start"), _local(end, tz, "window end"), step_s=step_s
+        local_time(start, tz, "window start"), local_time(end, tz, "window end"), step_s=step_s
     )
     dist = model.predict_dist(_od_queries(origin, dest, departures))
     return pool_departures(dist, len(departures))
@@ -504,7 +515,7 @@ def depart_within(
     """Median, mean, intervals, P(T <= threshold), density and indices of the trip for a
     departure uniform over [start, end] (:func:`window_distribution`)."""
     tz = model.tz_
-    start, end = _local(start, tz, "window start"), _local(end, tz, "window end")
+    start, end = local_time(start, tz, "window start"), local_time(end, tz, "window end")
     n_departures = len(window_departures(start, end, step_s=step_s))
     dist = window_distribution(model, origin, dest, start, end, step_s=step_s)
     forecast = ODForecast(

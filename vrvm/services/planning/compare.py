@@ -96,7 +96,6 @@ equation", BIT 11, 168-174 (the Illinois method).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -104,10 +103,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vrvm.engine import in_threads
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.services.analyst.area_check import ModelArea, model_area
 from vrvm.services.answers.forecast import query_frame
+from vrvm.services.answers.matrix import iter_pair_batches
+from vrvm.services.answers.schedule import local_time
 from vrvm.services.display.colours import (
     THIN_SWATCH,
     binned_colors,
@@ -567,12 +567,7 @@ def _overlap(a: ModelArea, b: ModelArea) -> bool:
 
 
 def _departure(model: TravelTimeModel, departure) -> pd.Timestamp:
-    stamp = pd.Timestamp(departure)
-    if stamp is pd.NaT:
-        raise ValueError(f"departure must be a time, got {departure!r}")
-    if stamp.tz is None:
-        stamp = stamp.tz_localize(model.tz_, ambiguous=True, nonexistent="shift_forward")
-    return stamp
+    return local_time(departure, model.tz_, "departure")
 
 
 def _compare_queries(
@@ -757,26 +752,13 @@ def iter_compare_matrix(
     compare_columns(threshold_s)  # a bad threshold fails before any work
     check_comparable(model_a, model_b, pd.concat([origins, destinations], ignore_index=True))
     stamp = _departure(model_a, departure)
-    return _iter_batches(
+    return iter_pair_batches(
         _Batch(model_a, model_b, origins, destinations, stamp, threshold_s, n_levels),
         len(origins) * len(destinations),
         batch_pairs,
         threads,
         progress,
     )
-
-
-def _iter_batches(batch, total, batch_pairs, threads, progress) -> Iterator[pd.DataFrame]:
-    bounds = ((s, min(s + batch_pairs, total)) for s in range(0, total, batch_pairs))
-    started = time.perf_counter()
-    done = 0
-    if progress is not None:
-        progress(0, total, 0.0, "pairs")
-    for table in in_threads(batch, bounds, threads=threads):
-        done += len(table)
-        if progress is not None:
-            progress(done, total, time.perf_counter() - started, "pairs")
-        yield table
 
 
 def compare_matrix(

@@ -138,6 +138,7 @@ import numpy as np
 import pandas as pd
 
 from vrvm.engine.distributions import Normal, StudentT
+from vrvm.services.answers.schedule import local_time
 from vrvm.services.display.colours import (
     WEIGHT_PALETTE,
     binned_colors,
@@ -305,21 +306,14 @@ def spread_parts(model: TravelTimeModel, queries: pd.DataFrame) -> SpreadParts:
 # ------------------------------------------------------------------------------ per zone
 
 
-def _departures(departures) -> list[pd.Timestamp]:
-    """One departure or several, as timestamps (ValueError naming a bad one)."""
+def _departures(departures, tz: str) -> list[pd.Timestamp]:
+    """One departure or several, as times in ``tz`` (naive ones are wall-clock times
+    there; ValueError naming a bad one)."""
     if isinstance(departures, str | datetime.datetime | np.datetime64) or not isinstance(
         departures, Sequence | np.ndarray | pd.Index | pd.Series
     ):
         departures = [departures]
-    out = []
-    for value in departures:
-        try:
-            stamp = pd.Timestamp(value)
-        except (TypeError, ValueError, OverflowError):
-            stamp = pd.NaT
-        if pd.isna(stamp):
-            raise ValueError(f"departure {value!r} is not a date and time such as 2024-03-05 08:15")
-        out.append(stamp)
+    out = [local_time(value, tz, "departure") for value in departures]
     if not out:
         raise ValueError("no departure time given: need at least one")
     return out
@@ -476,7 +470,7 @@ def zone_gaps(
         Fewer than two zones, no departure or a bad one, a ``max_destinations`` below 1,
         or demand of the wrong length or sign.
     """
-    times = _departures(departures)
+    times = _departures(departures, model.tz_)
     grid = area.grid
     n = len(grid)
     if n < 2:
@@ -533,7 +527,7 @@ def origin_gaps(
         (within an hour of the first departure's time of day) and ``thin``. The trip
         to the origin's own point has no figures (NaN, ranked last).
     """
-    times = _departures(departures)
+    times = _departures(departures, model.tz_)
     grid = area.grid
     if len(grid) < 1:
         raise ValueError("the service area has no zone")

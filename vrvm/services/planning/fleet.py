@@ -90,6 +90,7 @@ __all__ = [
     "fleet_coverage",
     "fleet_map",
     "locate_bases",
+    "member_cdfs",
     "rank_new_base",
     "toggle_zone_base",
     "zone_demand",
@@ -432,7 +433,7 @@ def _pair_queries(
     )
 
 
-def _member_cdfs(
+def member_cdfs(
     model: TravelTimeModel,
     lat: np.ndarray,
     lon: np.ndarray,
@@ -519,7 +520,7 @@ def fleet_coverage(
     n_zones, n_bases = len(grid), len(bases)
     _check_count(n_bases)
     if n_bases:
-        cdfs = _member_cdfs(
+        cdfs = member_cdfs(
             model,
             bases["lat"].to_numpy(float),
             bases["lon"].to_numpy(float),
@@ -674,7 +675,7 @@ def rank_new_base(
     lat, lon = grid["lat"].to_numpy(float), grid["lon"].to_numpy(float)
     for start in range(0, rows.size, per_block):
         block = rows[start : start + per_block]
-        cdfs = _member_cdfs(
+        cdfs = member_cdfs(
             model, lat[block], lon[block], grid, coverage.departure, 60.0 * coverage.threshold_min
         )
         # a base at c multiplies member m's miss by (1 - F_{m,c,z}): P(any) rises by

@@ -24,6 +24,7 @@ import pandas as pd
 import shapely
 
 from vrvm.services.answers.forecast import query_frame
+from vrvm.services.answers.schedule import local_time
 from vrvm.services.display.colours import PROBABILITY_PALETTE, hex_colour, rgba
 from vrvm.services.map.area import DRAW_TOLERANCE_DEG, ServiceArea
 from vrvm.services.map.places import Place
@@ -147,14 +148,6 @@ def _check_probabilities(probabilities: Sequence[float]) -> tuple[float, ...]:
     if bad.size:
         raise ValueError(f"probabilities must lie strictly between 0 and 1, got {bad.tolist()}")
     return tuple(float(p) for p in np.unique(values))
-
-
-def _local_departure(departure, tz: str) -> pd.Timestamp:
-    """The departure as an aware timestamp in ``tz`` (naive: a wall-clock time there)."""
-    stamp = pd.Timestamp(departure)
-    if stamp.tzinfo is None:
-        return stamp.tz_localize(tz, ambiguous=True, nonexistent="shift_forward")
-    return stamp.tz_convert(tz)
 
 
 def reach_probabilities(
@@ -281,7 +274,7 @@ def probability_isochrones(
     direction = _check_direction(direction)
     within_min = _check_within(within_min)
     levels_p = _check_probabilities(probabilities)
-    departure = _local_departure(departure, model.tz_)
+    departure = local_time(departure, model.tz_)
     reach = reach_probabilities(model, area, place, departure, within_min, direction=direction)
     prob = reach["prob_within"].to_numpy(float)
     zone_ids = reach["zone"].astype(str).to_numpy()

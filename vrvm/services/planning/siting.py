@@ -108,8 +108,9 @@ from scipy import optimize, sparse
 
 from vrvm.engine import in_threads
 from vrvm.services.answers.matrix import zone_points
+from vrvm.services.answers.schedule import local_time
 from vrvm.services.map.area import ServiceArea
-from vrvm.services.planning.fleet import zone_demand
+from vrvm.services.planning.fleet import member_cdfs, zone_demand
 from vrvm.trips.model.travel_time import TravelTimeModel
 
 __all__ = [
@@ -861,15 +862,7 @@ def _departures(model: TravelTimeModel, departures) -> tuple[pd.Timestamp, ...]:
     )
     if not items:
         raise ValueError("no departure times")
-    stamps = []
-    for item in items:
-        stamp = pd.Timestamp(item) if item is not None else pd.NaT
-        if stamp is pd.NaT or pd.isna(stamp):
-            raise ValueError(f"a departure must be a time, got {item!r}")
-        if stamp.tz is None:
-            stamp = stamp.tz_localize(model.tz_, ambiguous=True, nonexistent="shift_forward")
-        stamps.append(stamp)
-    return tuple(stamps)
+    return tuple(local_time(item, model.tz_, "departure") for item in items)
 
 
 def _check_within(within_s) -> float:
@@ -884,24 +877,21 @@ class _Block:
 
     def __init__(self, model, candidates, demand, within_s):
         self.model, self.within_s = model, within_s
-        self.c_lat, self.c_lon = candidates["lat"].to_numpy(), candidates["lon"].to_numpy()
-        self.z_lat, self.z_lon = demand["lat"].to_numpy(), demand["lon"].to_numpy()
+        self.c_lat = candidates["lat"].to_numpy(np.float64)
+        self.c_lon = candidates["lon"].to_numpy(np.float64)
+        self.demand = demand
 
     def __call__(self, item: tuple[pd.Timestamp, int, int]) -> np.ndarray:
         departure, start, stop = item
-        n_z, rows = self.z_lat.size, stop - start
-        queries = pd.DataFrame(
-            {
-                "origin_lat": np.repeat(self.c_lat[start:stop], n_z),
-                "origin_lon": np.repeat(self.c_lon[start:stop], n_z),
-                "dest_lat": np.tile(self.z_lat, rows),
-                "dest_lon": np.tile(self.z_lon, rows),
-                "start_time": pd.DatetimeIndex([departure]).repeat(rows * n_z),
-            }
+        cdfs = member_cdfs(  # (M, rows, Z): as fleet coverage reads a base's trips
+            self.model,
+            self.c_lat[start:stop],
+            self.c_lon[start:stop],
+            self.demand,
+            departure,
+            self.within_s,
         )
-        dist = self.model.predict_dist(queries)
-        mixture = dist.member_cdf(self.within_s).mean(axis=0)  # F(T), members' mean
-        return self.model.recalibrate(mixture).reshape(rows, n_z)
+        return self.model.recalibrate(cdfs.mean(axis=0))  # G(F(T)), F the members' mean
 
 
 def siting_probabilities(

@@ -100,6 +100,7 @@ import pandas as pd
 from scipy import special
 
 from vrvm.services.answers.matrix import points_table, read_table
+from vrvm.services.answers.schedule import local_time
 from vrvm.trips.model.travel_time import TravelTimeModel
 
 if TYPE_CHECKING:
@@ -953,15 +954,7 @@ def _check_steps(step_s: float, departure_step_s: float) -> tuple[float, float]:
 
 
 def _departure(model: TravelTimeModel, departure) -> pd.Timestamp:
-    try:
-        stamp = pd.Timestamp(departure)
-    except (TypeError, ValueError, OverflowError):
-        stamp = pd.NaT
-    if stamp is pd.NaT or pd.isna(stamp):
-        raise ValueError(f"the departure must be a date and time, got {departure!r}")
-    if stamp.tz is None:
-        stamp = stamp.tz_localize(model.tz_, ambiguous=True, nonexistent="shift_forward")
-    return stamp
+    return local_time(departure, model.tz_, "the departure")
 
 
 def _predict_leg(

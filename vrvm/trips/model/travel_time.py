@@ -266,7 +266,7 @@ class TravelTimeModel(BaseEstimator):
         vectors for 125 trips); the spread fitted out of shard must then widen it
         ~1,000-fold, which also widens the weights' uncertainty far from the data, and
         some predictives get log-scales of 4 and means of days (NYC, 1,000 trips). With
-        the prior: noise sd 0.025, the largest mean 1.1 h, CRPS alike; on thousands of
+        the prior: noise sd 0.03, the largest mean 1.2 h, CRPS alike; on thousands of
         trips per member it weighs nothing (``BENCHMARKS.md``, small uploads).
     random_state : int, numpy Generator or None, default=None
         Seed of sharding, width selection and the members' centre choice. An integer
