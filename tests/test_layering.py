@@ -173,7 +173,16 @@ def test_the_http_api_sits_beside_the_cli_and_imports_only_downwards():
 MAX_MODULES_PER_PACKAGE = 20
 TRIP_PACKAGES = ("places", "store", "files", "model")
 """``vrvm.trips``' packages, lowest first: each imports only those before it."""
-SERVICE_PACKAGES = ("display", "access", "versions", "analyst", "map", "answers", "planning")
+SERVICE_PACKAGES = (
+    "display",
+    "access",
+    "versions",
+    "analyst",
+    "map",
+    "answers",
+    "planning",
+    "notebook",
+)
 """``vrvm.services``' packages, lowest first: each imports only those before it."""
 
 

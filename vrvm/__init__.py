@@ -3,7 +3,9 @@
 Layers, each importing only those below it: :mod:`vrvm.engine` (the numerical library),
 :mod:`vrvm.trips` (trip data, the travel-time model and its stores), :mod:`vrvm.services`
 (what the dashboard, the CLI and an HTTP API show) and :mod:`vrvm.cli`. The names below
-are the public API.
+are the public API; the notebook functions (:data:`NOTEBOOK_FUNCTIONS`: answers as
+DataFrames and GeoDataFrames, :mod:`vrvm.services.notebook`) are loaded on first use, so
+that ``import vrvm`` does not load the services.
 """
 
 from vrvm._version import __version__
@@ -69,6 +71,7 @@ from vrvm.trips import (
 
 __all__ = [
     "CANONICAL_COLUMNS",
+    "ArriveByPlan",
     "BayesianLinearRegression",
     "CleaningConfig",
     "CleaningReport",
@@ -101,15 +104,19 @@ __all__ = [
     "ZoneUnknownError",
     "ZonesNeededError",
     "__version__",
+    "arrive_by",
     "choose_h3_resolution",
     "clean_trips",
+    "coverage_matrix",
     "detect_schema",
     "evaluate_distribution",
     "haversine_km",
+    "isochrones",
     "latlng_to_zone",
     "load_model_dir",
     "propose_options",
     "raw_distance_km",
+    "reach",
     "read_layout",
     "read_model_manifest",
     "read_trips",
@@ -119,9 +126,34 @@ __all__ = [
     "stratified_shards",
     "synthetic_city",
     "synthetic_city_geojson",
+    "travel_time_matrix",
     "trip_ids",
     "trips_sha256",
     "zone_grid",
     "zone_of",
     "zones_geojson",
 ]
+
+NOTEBOOK_FUNCTIONS = (
+    "ArriveByPlan",
+    "arrive_by",
+    "coverage_matrix",
+    "isochrones",
+    "reach",
+    "travel_time_matrix",
+)
+"""The names :mod:`vrvm.services.notebook` gives the package (PEP 562 lazy attributes)."""
+
+
+def __getattr__(name: str):
+    if name in NOTEBOOK_FUNCTIONS:
+        from vrvm.services import notebook
+
+        value = getattr(notebook, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'vrvm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(NOTEBOOK_FUNCTIONS))

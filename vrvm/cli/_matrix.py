@@ -99,6 +99,15 @@ def add_parser(commands, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "zone unless the time has an offset)",
     )
     matrix.add_argument(
+        "--window",
+        type=float,
+        default=0.0,
+        metavar="MIN",
+        help="a departure drawn uniformly from --depart to MIN minutes later: each pair's "
+        "distribution pools the departures of the window's minutes (default 0: --depart "
+        "alone)",
+    )
+    matrix.add_argument(
         "--quantiles",
         type=_levels,
         default=[],
@@ -198,7 +207,9 @@ def cmd_matrix(args, stdout: IO[str], stderr: IO[str]) -> int:
     if not args.quiet:
         stderr.write(
             f"{len(origins):,} origins x {len(destinations):,} destinations = {pairs:,} pairs, "
-            f"leaving {departure:%a %Y-%m-%d %H:%M %Z} ({model.tz_})\n"
+            f"leaving {departure:%a %Y-%m-%d %H:%M %Z} ({model.tz_})"
+            + (f", any time in the next {args.window:g} min" if args.window > 0 else "")
+            + "\n"
         )
         stderr.flush()
     bar = None if args.quiet else _progress(pairs, stderr)
@@ -210,6 +221,7 @@ def cmd_matrix(args, stdout: IO[str], stderr: IO[str]) -> int:
         departure,
         quantiles=args.quantiles,
         thresholds_s=args.prob_within,
+        window_min=args.window,
         progress=bar,
     )
     try:

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from vrvm.engine import in_threads
+from vrvm.services.answers.schedule import window_departures
 from vrvm.services.answers.summaries import (
     INDEX_SUMMARY_COLUMNS,
     SUPPORT_COLUMNS,
@@ -330,17 +331,19 @@ def _pair_queries(
     destinations: pd.DataFrame,
     i: np.ndarray,
     j: np.ndarray,
-    departure: pd.Timestamp,
+    departures: pd.DatetimeIndex,
 ) -> pd.DataFrame:
-    """The model's queries of the pairs (origin i, destination j) at one aware departure."""
-    start = pd.DatetimeIndex(np.full(i.size, departure.value, dtype="datetime64[ns]"))
+    """The model's queries of the pairs (origin i, destination j) at aware departures:
+    one block of every pair per departure, in order (as ``trip_summaries`` pools them)."""
+    k = len(departures)
+    stamps = np.repeat(departures.tz_convert("UTC").tz_localize(None).to_numpy(), i.size)
     return pd.DataFrame(
         {
-            "origin_lat": origins["lat"].to_numpy()[i],
-            "origin_lon": origins["lon"].to_numpy()[i],
-            "dest_lat": destinations["lat"].to_numpy()[j],
-            "dest_lon": destinations["lon"].to_numpy()[j],
-            "start_time": start.tz_localize("UTC").tz_convert(departure.tz),
+            "origin_lat": np.tile(origins["lat"].to_numpy()[i], k),
+            "origin_lon": np.tile(origins["lon"].to_numpy()[i], k),
+            "dest_lat": np.tile(destinations["lat"].to_numpy()[j], k),
+            "dest_lon": np.tile(destinations["lon"].to_numpy()[j], k),
+            "start_time": pd.DatetimeIndex(stamps).tz_localize("UTC").tz_convert(departures.tz),
         }
     )
 
@@ -348,18 +351,18 @@ def _pair_queries(
 class _Batch:
     """Predicts the pairs [start, stop) of a matrix (called by a worker thread)."""
 
-    def __init__(self, model, origins, destinations, departure, options: dict):
+    def __init__(self, model, origins, destinations, departures, options: dict):
         self.model = model
         self.origins = origins
         self.destinations = destinations
-        self.departure = departure
+        self.departures = departures
         self.options = options
 
     def __call__(self, bounds: tuple[int, int]) -> pd.DataFrame:
         pairs = np.arange(*bounds, dtype=np.int64)
         i, j = np.divmod(pairs, len(self.destinations))
-        queries = _pair_queries(self.origins, self.destinations, i, j, self.departure)
-        table = trip_summaries(self.model, queries, **self.options)
+        queries = _pair_queries(self.origins, self.destinations, i, j, self.departures)
+        table = trip_summaries(self.model, queries, departures=len(self.departures), **self.options)
         table.insert(0, "origin", self.origins["label"].to_numpy()[i])
         table.insert(1, "destination", self.destinations["label"].to_numpy()[j])
         return table
@@ -375,6 +378,7 @@ def iter_matrix(
     thresholds_s: Sequence[float] = (),
     indices: bool = False,
     area: ServiceArea | None = None,
+    window_min: float = 0.0,
     batch_pairs: int | None = None,
     threads: int | None = None,
     progress: ProgressCallback | None = None,
@@ -402,8 +406,15 @@ def iter_matrix(
     area : ServiceArea, optional
         With an area that indexes its training trips, also the training trips behind
         each pair (:data:`~vrvm.services.answers.summaries.SUPPORT_COLUMNS`).
+    window_min : float, default=0
+        With a window of w > 0 minutes, each pair's answer is the travel time of a
+        departure drawn uniformly from [departure, departure + w]: the equal-weight
+        mixture of the members at the midpoints of the window's one-minute slices
+        (:func:`~vrvm.services.answers.schedule.window_departures`, as the Predict
+        page's departure window); about w times the work. Not with ``indices``.
     batch_pairs : int, optional
-        Pairs per batch (per table yielded); default :data:`MATRIX_BATCH_PAIRS`.
+        Pairs per batch (per table yielded); default :data:`MATRIX_BATCH_PAIRS`
+        (divided by the window's departures).
     threads : int, optional
         Threads predicting batches at once (default: one per core, at most 8).
     progress : callable, optional
@@ -444,13 +455,24 @@ def iter_matrix(
     if stamp.tz is None:
         stamp = stamp.tz_localize(model.tz_, ambiguous=True, nonexistent="shift_forward")
     matrix_columns(quantiles, thresholds_s)  # distinct columns, before any work
+    window_min = float(window_min)
+    if not (np.isfinite(window_min) and window_min >= 0):
+        raise ValueError(f"window_min must be 0 or a positive number of minutes, got {window_min}")
+    if window_min > 0 and indices:
+        raise ValueError("reliability indices are for one departure time, not a window")
+    departures = (
+        window_departures(stamp, stamp + pd.Timedelta(minutes=window_min))
+        if window_min > 0
+        else pd.DatetimeIndex([stamp])
+    )
+    batch_pairs = max(1, batch_pairs // len(departures))
     options = {
         "quantiles": quantiles,
         "thresholds_s": thresholds_s,
         "indices": indices,
         "area": area,
     }
-    predict = _Batch(model, origins, destinations, stamp, options)
+    predict = _Batch(model, origins, destinations, departures, options)
     total = len(origins) * len(destinations)
     yield from iter_pair_batches(predict, total, batch_pairs, threads, progress)
 

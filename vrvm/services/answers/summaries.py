@@ -26,7 +26,12 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from vrvm.services.answers.indices import RELIABILITY_INDICES, FreeFlowCache, reliability_indices
+from vrvm.services.answers.indices import (
+    RELIABILITY_INDICES,
+    FreeFlowCache,
+    pool_departures,
+    reliability_indices,
+)
 from vrvm.services.display.formatting import format_number
 from vrvm.services.map.area import ServiceArea
 from vrvm.services.map.support import THIN_TRIPS, local_minutes, origin_support
@@ -133,6 +138,7 @@ def trip_summaries(
     indices: bool = False,
     area: ServiceArea | None = None,
     free_flow: FreeFlowCache | None = None,
+    departures: int = 1,
 ) -> pd.DataFrame:
     """Each query's travel-time summaries from its predictive distribution.
 
@@ -154,12 +160,19 @@ def trip_summaries(
         With an area that indexes its training trips, also :data:`SUPPORT_COLUMNS`.
     free_flow : FreeFlowCache, optional
         Free-flow times kept across calls with this model (a server's).
+    departures : int, default=1
+        The queries are this many blocks of the same n trips, each block at other
+        departure times (the block of a window's k-th departure); each trip's answer
+        is then the travel time of a departure drawn uniformly among its blocks
+        (:func:`~vrvm.services.answers.indices.pool_departures`), and the support
+        counts are those of the first block. Not with ``indices``.
 
     Returns
     -------
     pandas.DataFrame
-        One row per query in order: :func:`summary_columns`, then the optional ones.
-        Times in seconds, probabilities in [0, 1].
+        One row per query (per trip of a block with ``departures`` > 1) in order:
+        :func:`summary_columns`, then the optional ones. Times in seconds,
+        probabilities in [0, 1].
 
     Examples
     --------
@@ -176,7 +189,15 @@ def trip_summaries(
     columns = summary_columns(quantiles, thresholds_s)
     q = np.asarray(list(quantiles), dtype=np.float64)
     t = np.asarray(list(thresholds_s), dtype=np.float64)
+    departures = int(departures)
+    if departures < 1 or len(queries) % departures:
+        raise ValueError(f"{len(queries)} queries are not {departures} blocks of the same trips")
+    if departures > 1 and indices:
+        raise ValueError("reliability indices are for one departure time, not a window")
     dist = model.predict_dist(queries)
+    if departures > 1:
+        dist = pool_departures(dist, departures)
+        queries = queries.iloc[: len(queries) // departures]
     # the median and the quantiles solved together, each distinct level once
     levels, level_of = np.unique(np.r_[0.5, q], return_inverse=True)
     values = [dist.mean(), *dist.ppf(levels[:, None])[level_of]]

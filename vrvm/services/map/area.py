@@ -328,6 +328,7 @@ def build_service_area(
     max_zones: int = 2500,
     boundaries: dict | None = None,
     zones: ZoneFile | None = None,
+    all_zones: bool = False,
 ) -> ServiceArea:
     """Zones where the model's training trips go, labelled, with an initial view.
 
@@ -361,6 +362,10 @@ def build_service_area(
         in id order, labelled ``"<id> · <name>"``, each standing for its
         representative point; the others are drawn faintly under them and cannot be
         picked. Support counts are per polygon pair (no neighbours).
+    all_zones : bool, default=False
+        With ``zones``, every polygon of the file is a zone, those holding no trip end
+        too (``n_points`` 0), and no pair support is indexed: the notebook API's
+        answers have one row per polygon given.
 
     Returns
     -------
@@ -391,7 +396,7 @@ def build_service_area(
     except (ValueError, TypeError, shapely.errors.GEOSException) as exc:
         return _without_boundaries(exc, model, trips, resolution, target_zones, max_zones, zones)
     if zones is not None:
-        return _polygon_area(model, table, zones, drawn, synthetic, max_zones)
+        return _polygon_area(model, table, zones, drawn, synthetic, max_zones, all_zones)
     focus, median_km, support = None, None, None
     idle = []
     if table is not None:
@@ -483,8 +488,10 @@ def _polygon_area(
     boundaries: dict | None,
     synthetic: bool,
     max_zones: int,
+    all_zones: bool = False,
 ) -> ServiceArea:
-    """The service area whose zones are the polygons of ``zones`` holding trip ends."""
+    """The service area whose zones are the polygons of ``zones`` holding trip ends (all
+    of them with ``all_zones``, without a pair index)."""
     support = None
     if table is not None:
         layout, support = polygon_layout(table, zones, model.tz_)
@@ -496,6 +503,10 @@ def _polygon_area(
             zones, ends["origin_lat"], ends["origin_lon"], ends["dest_lat"], ends["dest_lon"]
         )
         positions, found_points = found.positions, found.n_points
+    if all_zones:  # every polygon, with the trip ends found in it (0 for the others)
+        points = np.zeros(len(zones), dtype=np.int64)
+        points[np.asarray(positions, dtype=np.int64)] = found_points
+        positions, found_points, support = np.arange(len(zones), dtype=np.int64), points, None
     if positions.size == 0:
         raise ValueError(
             f"no training trip starts or ends in a zone of {zones.source}: "

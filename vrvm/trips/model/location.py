@@ -57,6 +57,10 @@ __all__ = ["MIN_TRIPS", "LocationStage", "Trees"]
 #: (San Francisco +2 % at 1,000, one NYC seed +83 % at 300; BENCHMARKS.md, issue 34).
 MIN_TRIPS = 2000
 
+#: Ends closer than this (km, on the model's local plane) are one place for the bearing:
+#: 1 m, below GPS precision, far above the 1e-10 degrees a CRS round trip moves a point.
+SAME_PLACE_KM = 0.001
+
 #: Rows evaluated at once (an ``(rows, trees)`` array of node indices per step).
 _BLOCK_ROWS = 2048
 
@@ -344,6 +348,10 @@ class LocationStage:
             np.sin(dlon) * np.cos(lat2),
             np.cos(lat1) * np.sin(lat2) - np.sin(lat1) * np.cos(lat2) * np.cos(dlon),
         )
+        # ends closer than SAME_PLACE_KM are one place: the bearing of identical ends
+        # (atan2(0, 0) = 0), not a direction drawn from float noise (a CRS round trip)
+        apart = np.hypot(ends[:, 2] - ends[:, 0], ends[:, 3] - ends[:, 1])
+        bearing = np.where(apart < SAME_PLACE_KM, 0.0, bearing)
         hour = np.mod(np.arctan2(raw[:, 4], raw[:, 5]) * (12.0 / np.pi), 24.0)
         local_us = _local_wall_clock_us(trips["start_time"], featurizer.tz_)
         weekday = np.mod(np.floor_divide(local_us, _US_PER_DAY) + _EPOCH_WEEKDAY, 7)
