@@ -261,7 +261,7 @@ def _gdf(**columns) -> gpd.GeoDataFrame:
         ),
         (
             _gdf(id=["a", "b"], geometry=[shapely.LineString([(0, 0), (1, 1)])] * 2),
-            "origins: expected points or polygons; ids 'a', 'b'",
+            "origins: expected points or polygons; ids 'a', 'b' are LineString",
         ),
         (
             _gdf(id=["a", "b"], geometry=[None, shapely.Point(0, 0)]),
@@ -313,7 +313,7 @@ def test_places_outside_the_model_are_flagged_per_row_or_refused(model, places):
         vrvm.isochrones(model, far, departure=DEPART, within_min=10)
     with pytest.raises(ValueError, match=r"destination '41.88, -87.63': .* nearest zone"):
         vrvm.arrive_by(model, places.iloc[:1], (41.88, -87.63), deadline="2024-03-05 09:00")
-    with pytest.raises(ValueError, match=r"base 1: .* outside the service area"):
+    with pytest.raises(ValueError, match=r"bases: outside the model's extent .* \['chicago'\]"):
         vrvm.reach(model, far, departure=DEPART, within_min=10)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -112,10 +112,9 @@ def _from_geodataframe(frame: gpd.GeoDataFrame, what: str) -> pd.DataFrame:
     point, polygon, multipolygon = 0, 3, 6
     other = ~np.isin(kinds, [point, polygon, multipolygon])
     if other.any():
+        names = pd.unique(np.array([g.geom_type for g in geometry[other]], dtype=object))
         raise ValueError(
-            f"{what}: expected points or polygons; ids {_named(ids[other])} are "
-            f"{_named(pd.unique(shapely.get_type_id(geometry[other])).astype(str))} "
-            "(shapely type ids)"
+            f"{what}: expected points or polygons; ids {_named(ids[other])} are {', '.join(names)}"
         )
     points = np.where(kinds == point, geometry, shapely.point_on_surface(geometry))
     lon, lat = shapely.get_x(points), shapely.get_y(points)

@@ -4,8 +4,8 @@
 (:func:`vrvm.services.planning.isochrones.probability_isochrones`): for each probability p
 the region of the zones reached within T minutes with probability at least p, one row per
 p with its geodesic area. :func:`reach` is fleet coverage
-(:func:`vrvm.services.planning.fleet.fleet_coverage`, ``vrvm`` API ``/v1/fleet`` and the
-Plan page's fleet section): per zone P(the best base arrives within T), P(any base does),
+(:func:`vrvm.services.planning.fleet.fleet_coverage`, the HTTP API's ``POST /v1/coverage``
+and the Plan page's fleet section): per zone P(the best base arrives within T), P(any base does),
 which base is best, and the median time from that base (the OD matrix's median,
 :func:`vrvm.services.answers.matrix.iter_matrix`). Zones are the model's H3 hexagons or,
 given ``zones``, a planner's polygons (every polygon given, each at its representative
@@ -169,6 +169,16 @@ def reach(
     (['north', 'south'], True)
     """
     sites = place_table(bases, "bases")
+    outside = outside_area(model, sites["lat"], sites["lon"])
+    if outside.any():
+        found = model_extent(model)
+        row, km = found.nearest_zone(float(sites["lat"][outside].iloc[0]),
+                                     float(sites["lon"][outside].iloc[0]))  # fmt: skip
+        raise ValueError(
+            f"bases: outside the model's extent (no training trips near): ids "
+            f"{sites['id'][outside].tolist()[:5]}; the first is {km:.1f} km from the nearest "
+            f"zone, {found.grid['label'].iloc[row]}"
+        )
     located = bases_at_points(
         model_extent(model), sites["id"].astype(str), sites["lat"], sites["lon"]
     )
