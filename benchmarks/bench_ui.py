@@ -35,17 +35,28 @@ average before and after; ``--json`` keeps every measurement.
 ``--floors`` also times, the same way, three stripped-down apps in ``ui_floors/``
 (Streamlit alone; the page's zone map alone; the page's answer alone), each with a
 Swap button and opened in new tabs: what this browser on this machine needs for each
-part of a swap or a new session, whatever the page does around it.
+part of a swap or a new session, whatever the page does around it. It also times the
+renderers of issue 37 (:data:`RENDERER_FLOORS`): the zone map drawn by deck.gl (WebGL),
+by Vega-Lite ``geoshape`` layers on a canvas and by Leaflet's canvas renderer
+(``streamlit-folium``, if installed), and the answer's two charts drawn by Vega-Lite and
+by Streamlit's native charts beside plotly: swap, zone clicks where there is a map (each
+until the floor's trip line names the new trip), new tabs until the answer line is
+shown and until every map and chart is drawn, three fresh browser profiles, and the
+JavaScript and CSS bytes a new tab loads (decoded and transferred, the largest files).
+``--renderers-only`` times those alone (no page, no other floor).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
 import sys
 import tempfile
+import time
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +68,8 @@ from tools.browser import (  # noqa: E402 (after the path set-up)
     CHANGED_ANSWER_JS,
     CHROMIUM,
     CHROMIUM_ARGS,
+    MAP_READY,
+    PAINTED,
     RUNNING,
     WebsocketLog,
     answer_text,
@@ -71,6 +84,26 @@ FLOORS = {
     "the zone map alone": "benchmarks/ui_floors/map_only.py",
     "the answer alone (controls, numbers, two charts)": "benchmarks/ui_floors/answer_only.py",
 }
+RENDERER_FLOORS = {
+    "zone map, deck.gl (WebGL), clickable": "benchmarks/ui_floors/map_deck.py",
+    "zone map, Vega-Lite geoshape (canvas)": "benchmarks/ui_floors/map_vegalite.py",
+    "zone map, Leaflet canvas (streamlit-folium)": "benchmarks/ui_floors/map_folium.py",
+    "answer, Vega-Lite charts (canvas)": "benchmarks/ui_floors/answer_vegalite.py",
+    "answer, Streamlit native charts": "benchmarks/ui_floors/answer_native.py",
+}
+"""Issue 37: the same parts drawn by other renderers (swap, zone clicks, new tabs, bytes)."""
+FLOOR_ENV = {"STREAMLIT_SERVER_ENABLE_STATIC_SERVING": "true"}  # Leaflet from ui_floors/static
+LEAFLET = REPO / "benchmarks" / "ui_floors" / "static" / "leaflet.js"
+PLOTLY_DRAWN = "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2"
+VEGA_DRAWN = (
+    'n => document.querySelectorAll(\'[data-testid="stVegaLiteChart"] canvas,'
+    ' [data-testid="stVegaLiteChart"] svg.marks\').length >= n'
+)
+LEAFLET_DRAWN = (
+    "() => [...document.querySelectorAll('iframe')].some(f => { const d = f.contentDocument;"
+    " return !!(d && d.querySelector('canvas.leaflet-zoom-animated')"
+    " && d.querySelector('.leaflet-marker-icon')); })"
+)
 VIEWPORT = {"width": 1400, "height": 1000}
 LABEL_SHOWN_JS = "label => [...document.querySelectorAll('input')].some(e => e.value === label)"
 CAPTION_SHOWN_JS = (
@@ -261,16 +294,134 @@ def bench_shared_url(browser, url: str, repeats: int, context=None) -> dict:
     return summarise("shared URL with an OD, new session, new tab of the same browser", runs)
 
 
-def bench_floors(browser, home: Path, repeats: int) -> list[dict]:
-    """Swap and a new tab on each of :data:`FLOORS`, each app on its own server."""
+FLOOR_PARTS = {
+    # script: (the map element clicked, or None: no zone clicks; JS true once all is drawn,
+    # its argument)
+    "streamlit_only": (None, "() => true", None),
+    "map_only": (None, MAP_READY, None),
+    "map_deck": ("canvas", MAP_READY, None),
+    "map_vegalite": ('[data-testid="stVegaLiteChart"] canvas', VEGA_DRAWN, 1),
+    "map_folium": ("iframe", LEAFLET_DRAWN, None),
+    "answer_only": (None, PLOTLY_DRAWN, None),
+    "answer_vegalite": (None, VEGA_DRAWN, 2),
+    "answer_native": (None, VEGA_DRAWN, 2),
+}
+
+
+def asset_bytes(requests) -> dict:
+    """The JavaScript and CSS a tab loaded: bytes (decoded, what the browser parses, from
+    its cache or not), bytes transferred (0 from the cache), and the largest files."""
+    totals = {"js": 0, "css": 0}
+    transferred, files = 0, []
+    for request in requests:
+        name = urllib.parse.urlparse(request.url).path.rsplit("/", 1)[-1]
+        ext = name.rsplit(".", 1)[-1] if "." in name else ""
+        if ext not in totals:
+            continue
+        try:
+            size = len(request.response().body())
+        except Exception:  # a response the browser no longer holds
+            size = 0
+        try:
+            transferred += max(0, int(request.sizes()["responseBodySize"]))  # -1: cached
+        except Exception:
+            pass
+        totals[ext] += size
+        files.append((name, size))
+    files.sort(key=lambda f: -f[1])
+    return {
+        "js_bytes": totals["js"],
+        "css_bytes": totals["css"],
+        "transferred_bytes": transferred,
+        "files": len(files),
+        "largest": files[:6],
+    }
+
+
+def floor_tabs(browser, url: str, n: int, context, drawn: tuple[str, object]) -> dict:
+    """Open ``url`` ``n`` times in new tabs of ``context`` (None: each in a fresh browser
+    profile), timed until the answer line is shown (``answer``) and until every map or
+    chart is drawn too (``drawn``); the assets the first tab loaded."""
+    answer, everything, assets = [], [], None
+    for i in range(n):
+        tab_context = browser.new_context(viewport=VIEWPORT) if context is None else context
+        page = tab_context.new_page()
+        log = WebsocketLog(page)
+        requests: list = []
+        page.on("requestfinished", lambda request, kept=requests: kept.append(request))
+        run = open_answer(page, log, url)
+        shown = time.perf_counter()
+        page.wait_for_function(drawn[0], arg=drawn[1], timeout=120_000, polling="raf")
+        page.wait_for_function(RUNNING, timeout=120_000, polling="raf")
+        page.evaluate(PAINTED)
+        answer.append(run)
+        everything.append({**run, "total_s": run["total_s"] + time.perf_counter() - shown})
+        if i == 0:
+            page.wait_for_timeout(500)  # late chunks (a component's frame) finish loading
+            assets = asset_bytes(requests)
+        page.close()
+        if context is None:
+            tab_context.close()
+    return {"answer": answer, "drawn": everything, "assets": assets}
+
+
+def floor_clicks(page, log, area, selector: str, repeats: int) -> tuple[list, list]:
+    """Zone clicks on a floor's map (origin, then destination), each timed until the
+    floor's trip line names the new trip. The mouse moves and clicks at page pixels: a
+    map's tooltip may lie over the element (Vega's does), as it does for a planner."""
+    element = page.locator(selector).first
+    element.scroll_into_view_if_needed()
+    box = element.bounding_box()
+    targets = zone_targets(area, box["width"], box["height"], 2 * repeats + 2)
+    origins, dests = [], []
+    for i in range(repeats):
+        for (label, x, y), runs in ((targets[2 * i], origins), (targets[2 * i + 1], dests)):
+            at = (box["x"] + x, box["y"] + y)
+            page.mouse.move(*at)
+            page.wait_for_timeout(400)  # deck.gl picks on hover; not part of the click
+            before = answer_text(page)
+            try:
+                runs.append(
+                    timed_interaction(
+                        page,
+                        log,
+                        lambda at=at: page.mouse.click(*at),
+                        CHANGED_ANSWER_JS,
+                        before,
+                        timeout_s=20,
+                    )
+                )
+            except Exception as exc:  # a click the map did not take: said, not timed
+                print(f"zone click on {label!r} not taken: {exc}", file=sys.stderr)
+            page.wait_for_timeout(300)
+    return origins, dests
+
+
+def bench_floors(browser, home: Path, area, repeats: int, floors: dict) -> list[dict]:
+    """Swap, zone clicks (where the floor has a map), new tabs and the bytes they load,
+    for each of ``floors``, each app on its own server."""
     summaries = []
-    for name, script in FLOORS.items():
+    for name, script in floors.items():
+        stem = Path(script).stem
+        if stem == "map_folium" and (
+            importlib.util.find_spec("streamlit_folium") is None or not LEAFLET.is_file()
+        ):
+            print(
+                f"{name}: skipped (needs `pip install streamlit-folium` and {LEAFLET}, from"
+                " `npm pack leaflet@1.9.3`)",
+                file=sys.stderr,
+            )
+            continue
+        selector, drawn_js, drawn_arg = FLOOR_PARTS[stem]
+        load = load_average()
         log_path = Path(tempfile.mkdtemp(prefix="vrvm-bench-ui-floor-")) / "streamlit.log"
-        with streamlit_server(home, log_path, timeout_s=120, script=script) as url:
+        with streamlit_server(home, log_path, timeout_s=120, script=script, env=FLOOR_ENV) as url:
+            first = len(summaries)
             context = browser.new_context(viewport=VIEWPORT)
             page = context.new_page()
             log = WebsocketLog(page)
             open_answer(page, log, url)
+            page.wait_for_function(drawn_js, arg=drawn_arg, timeout=120_000)
             page.wait_for_timeout(1500)  # the first frame and draw, as on the page
             swap = page.get_by_role("button", name="Swap")
             runs = []
@@ -279,11 +430,51 @@ def bench_floors(browser, home: Path, repeats: int) -> list[dict]:
                 runs.append(timed_interaction(page, log, swap.click, CHANGED_ANSWER_JS, before))
                 page.wait_for_timeout(300)
             summaries.append(summarise(f"floor, swap: {name}", runs))
-            opened = bench_shared_url(browser, url, min(repeats, 5), context)
-            summaries.append({**opened, "interaction": f"floor, new tab: {name}"})
+            if selector is not None:
+                origins, dests = floor_clicks(page, log, area, selector, repeats)
+                if origins:
+                    summaries.append(summarise(f"floor, click a zone, origin: {name}", origins))
+                if dests:
+                    summaries.append(summarise(f"floor, click a zone, destination: {name}", dests))
+            tabs = floor_tabs(browser, url, min(repeats, 5), context, (drawn_js, drawn_arg))
+            summaries.append(
+                {
+                    **summarise(f"floor, new tab, answer shown: {name}", tabs["answer"]),
+                    "assets": tabs["assets"],
+                }
+            )
+            summaries.append(summarise(f"floor, new tab, all drawn: {name}", tabs["drawn"]))
             context.close()
-        print(table(summaries[-2:]), flush=True)
+            fresh = floor_tabs(browser, url, min(repeats, 3), None, (drawn_js, drawn_arg))
+            summaries.append(
+                {
+                    **summarise(f"floor, fresh profile, all drawn: {name}", fresh["drawn"]),
+                    "assets": fresh["assets"],
+                }
+            )
+            for summary in summaries[first:]:
+                summary.update(floor=name, script=script, load_1min_at_start=load)
+        print(table(summaries[first:]), flush=True)
+        print(assets_table(summaries[first:]), flush=True)
     return summaries
+
+
+def assets_table(summaries: list[dict]) -> str:
+    """The JavaScript and CSS each new tab loaded (summaries with ``assets``)."""
+    lines = [
+        "| tab | JS KB | CSS KB | KB transferred | files | largest files (KB) |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for s in summaries:
+        a = s.get("assets")
+        if not a:
+            continue
+        largest = ", ".join(f"{n} {b / 1024:,.0f}" for n, b in a["largest"][:4])
+        lines.append(
+            f"| {s['interaction']} | {a['js_bytes'] / 1024:,.0f} | {a['css_bytes'] / 1024:,.0f}"
+            f" | {a['transferred_bytes'] / 1024:,.0f} | {a['files']} | {largest} |"
+        )
+    return "\n".join(lines)
 
 
 def bench_upload(page, log, path: Path, repeats: int) -> dict:
@@ -316,6 +507,22 @@ def bench_upload(page, log, path: Path, repeats: int) -> dict:
     return summarise("upload the Chicago community areas, drawn", runs)
 
 
+def bench_page(browser, url: str, area, args) -> list[dict]:
+    """The Predict page's interactions, the upload and the shared link (new tab, fresh)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    log = WebsocketLog(page)
+    summaries = bench_predict(page, log, url, area, args.repeats)
+    if args.boundaries.is_file():
+        summaries.append(bench_upload(page, log, args.boundaries, min(args.repeats, 4)))
+    else:
+        print(f"{args.boundaries} is absent: no upload timed", file=sys.stderr)
+    summaries.append(bench_shared_url(browser, url, min(args.repeats, 5), context))
+    context.close()
+    summaries.append(bench_shared_url(browser, url, min(args.repeats, 5)))
+    return summaries
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, help="a VRVM_HOME with the default model")
@@ -325,6 +532,11 @@ def main() -> None:
     parser.add_argument("--label", default="", help="a name for this run in the JSON")
     parser.add_argument(
         "--floors", action="store_true", help="also time the stripped-down apps of ui_floors/"
+    )
+    parser.add_argument(
+        "--renderers-only",
+        action="store_true",
+        help="time only the renderer floors of issue 37 (no page, no other floor)",
     )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
@@ -337,20 +549,11 @@ def main() -> None:
     with streamlit_server(home, log_path, timeout_s=120) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            url = shared_url(base, model, area)
-            context = browser.new_context(viewport=VIEWPORT)
-            page = context.new_page()
-            log = WebsocketLog(page)
-            summaries += bench_predict(page, log, url, area, args.repeats)
-            if args.boundaries.is_file():
-                summaries.append(bench_upload(page, log, args.boundaries, min(args.repeats, 4)))
-            else:
-                print(f"{args.boundaries} is absent: no upload timed", file=sys.stderr)
-            summaries.append(bench_shared_url(browser, url, min(args.repeats, 5), context))
-            context.close()
-            summaries.append(bench_shared_url(browser, url, min(args.repeats, 5)))
-            if args.floors:
-                summaries += bench_floors(browser, home, args.repeats)
+            if not args.renderers_only:
+                summaries += bench_page(browser, shared_url(base, model, area), area, args)
+            if args.floors or args.renderers_only:
+                floors = RENDERER_FLOORS if args.renderers_only else {**FLOORS, **RENDERER_FLOORS}
+                summaries += bench_floors(browser, home, area, args.repeats, floors)
         finally:
             browser.close()
     server_log = log_path.read_text(errors="replace")
@@ -360,6 +563,9 @@ def main() -> None:
         f" before, {load_after:.2f} after; {len(area.grid)} zones\n"
     )
     print(table(summaries))
+    if any("assets" in s for s in summaries):
+        print("\nJavaScript and CSS loaded by a new tab (the first of each kind):\n")
+        print(assets_table(summaries))
     warnings = [line for line in server_log.splitlines() if "Warning" in line]
     if warnings:
         print(f"\nthe server printed {len(warnings)} warning line(s):", *warnings[:5], sep="\n")
