@@ -114,6 +114,15 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
                 for level in offsets.levels
             )
         )
+    if (regime := getattr(model, "round_trips_", None)) is not None:
+        lines.append(
+            f"round trips: {regime.log_s.size:,} from their start cells (h {regime.bandwidth:g}, "
+            f"k {regime.shrinkage:g}, weight {regime.weight:g})"
+            if regime.active
+            else "round trips: off ("
+            + str(regime.score.get("off", "the members predict them as well"))
+            + ")"
+        )
     two_stage = model.training_summary_.get("two_stage")
     if two_stage:
         parts = two_stage["parts"]

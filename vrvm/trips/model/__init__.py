@@ -6,6 +6,7 @@ members' ensemble (parallel fitting with loky or Dask, their predictions side by
 the spread around them, online updates and the out-of-core sums of a two-stage fit.
 Public beside it: :mod:`~vrvm.trips.model.features` (kernel inputs),
 :mod:`~vrvm.trips.model.pair_offsets` (per-pair shrunk residual offsets),
+:mod:`~vrvm.trips.model.round_trips` (round trips from their start cells' rides),
 :mod:`~vrvm.trips.model.training` (fitting from a file or store, part by part),
 :mod:`~vrvm.trips.model.model_format` (the saved form), :mod:`~vrvm.trips.model.snapping`
 (relevance vectors moved to zone centres) and :mod:`~vrvm.trips.model.split` (the one

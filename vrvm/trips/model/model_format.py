@@ -23,6 +23,9 @@ checked as trees by :meth:`~vrvm.trips.model.location.Trees.check`); a model sav
 without it loads with ``location_stage=False``. Version 7 added the spread's PIT map
 (``noise_scale.pit_map``: null or a Bernstein map's weights, the parameter
 ``recalibration``); a model saved without it loads with ``recalibration="none"``.
+Version 8 added the round-trip regime (``round_trips``: its resolution, bandwidth,
+shrinkage, weight, grid and score, and the arrays ``round__{log_s,cell}``); a model
+saved without it loads with ``round_trips=False`` and predicts as it did.
 
 A loaded model is checked to be one that could have been fitted (issue 32): its arrays
 hold finite numbers (only the kernel widths of linear columns are NaN, and the fit's
@@ -47,6 +50,7 @@ from vrvm.trips.model._spread import Spread
 from vrvm.trips.model.features import TripFeaturizer
 from vrvm.trips.model.location import LocationStage
 from vrvm.trips.model.pair_offsets import PairOffsets
+from vrvm.trips.model.round_trips import RoundTrips
 from vrvm.trips.store.model_dir import ModelFormatError, load_model_dir, save_model_dir
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
@@ -55,10 +59,11 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
 FORMAT_NAME = "vrvm.TravelTimeModel"
 # 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None;
 # 4: the zone-pair offsets, absent is none; 5: twin scales; 6: the location stage;
-# 7: the PIT map (noise_scale.pit_map), absent is none
-FORMAT_VERSION = 7
+# 7: the PIT map (noise_scale.pit_map), absent is none; 8: the round-trip regime
+FORMAT_VERSION = 8
 _PAIRS = "pairs"  # prefix of the pair offsets' arrays
 _LOCATION = "location"  # prefix of the location stage's arrays
+_ROUND = "round"  # prefix of the round-trip regime's arrays
 N_SELF_CHECK = 32
 """Relevance trips a loaded model must predict sanely (spread over its members)."""
 SANE_FACTOR = 1000.0
@@ -105,6 +110,10 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
     if model.location_ is not None:
         location_meta, location_arrays = model.location_.to_state()
         arrays.update({f"{_LOCATION}__{key}": value for key, value in location_arrays.items()})
+    round_meta = None
+    if (regime := getattr(model, "round_trips_", None)) is not None:
+        round_meta, round_arrays = regime.to_state()
+        arrays.update({f"{_ROUND}__{key}": value for key, value in round_arrays.items()})
     metadata = {
         "params": _json_params(model),
         "n_members": len(model.members_),
@@ -124,6 +133,7 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
         "noise_scale": model.spread_.to_state(),
         "pair_offsets": pair_meta,
         "location_stage": location_meta,
+        "round_trips": round_meta,
         "n_updates": int(model.n_updates_),
         "update_history": list(model.update_history_),
         "members": member_meta,
@@ -155,6 +165,7 @@ def load_model(cls, path: str | os.PathLike[str]):
         per_member: list[dict[str, np.ndarray]] = [{} for _ in range(n_members)]
         pair_arrays: dict[str, np.ndarray] = {}
         location_arrays: dict[str, np.ndarray] = {}
+        round_arrays: dict[str, np.ndarray] = {}
         for key, value in arrays.items():
             prefix, sep, name = key.partition("__")
             if prefix == _PAIRS and sep:
@@ -162,6 +173,9 @@ def load_model(cls, path: str | os.PathLike[str]):
                 continue
             if prefix == _LOCATION and sep:
                 location_arrays[name] = value
+                continue
+            if prefix == _ROUND and sep:
+                round_arrays[name] = value
                 continue
             index = int(prefix[1:]) if prefix[1:].isdigit() else -1
             if not (sep and prefix[:1] == "m" and 0 <= index < n_members):
@@ -207,6 +221,14 @@ def load_model(cls, path: str | os.PathLike[str]):
             None
             if location_meta is None
             else LocationStage.from_state(location_meta, location_arrays)
+        )
+        round_meta = meta.get("round_trips")
+        if round_meta is None:  # before format 8 (or fitted without): no regime
+            model.round_trips = bool(model.round_trips) and "round_trips" in meta
+            if round_arrays:
+                raise ValueError("round-trip arrays without their metadata")
+        model.round_trips_ = (
+            None if round_meta is None else RoundTrips.from_state(round_meta, round_arrays)
         )
         # parameters added in format 2 take their format-1 behaviour when absent
         model.distance_in_kernel = bool(model.featurizer_.distance_in_kernel)
