@@ -147,6 +147,26 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
     )
 
 
+_NOUNS = {
+    "pair_offsets": "pair-offset",
+    "location_stage": "location-stage",
+    "round_trips": "round-trip",
+}
+
+
+def _owned(model, meta: dict, key: str, arrays: dict, kind):
+    """The collaborator ``key`` of a saved model (``kind.from_state``), or None when the
+    file holds none: one from before its format, or a model fitted without it, whose
+    switch (the parameter ``key``) then reads False unless the metadata names it."""
+    state = meta.get(key)
+    if state is None:
+        setattr(model, key, bool(getattr(model, key)) and key in meta)
+        if arrays:
+            raise ValueError(f"{_NOUNS[key]} arrays without their metadata")
+        return None
+    return kind.from_state(state, arrays)
+
+
 def load_model(cls, path: str | os.PathLike[str]):
     """Read a model directory written by :func:`save_model` into a new ``cls`` instance.
 
@@ -204,32 +224,10 @@ def load_model(cls, path: str | os.PathLike[str]):
         model.metrics_ = meta["metrics"]
         model.n_updates_ = int(meta.get("n_updates", 0))
         model.update_history_ = list(meta.get("update_history", []))
-        pair_meta = meta.get("pair_offsets")
-        if pair_meta is None:  # before format 4 (or fitted without): no offsets
-            model.pair_offsets = model.pair_offsets and "pair_offsets" in meta
-            if pair_arrays:
-                raise ValueError("pair-offset arrays without their metadata")
-        model.pair_offsets_ = (
-            None if pair_meta is None else PairOffsets.from_state(pair_meta, pair_arrays)
-        )
-        location_meta = meta.get("location_stage")
-        if location_meta is None:  # before format 6 (or fitted without): no stage
-            model.location_stage = bool(model.location_stage) and "location_stage" in meta
-            if location_arrays:
-                raise ValueError("location-stage arrays without their metadata")
-        model.location_ = (
-            None
-            if location_meta is None
-            else LocationStage.from_state(location_meta, location_arrays)
-        )
-        round_meta = meta.get("round_trips")
-        if round_meta is None:  # before format 8 (or fitted without): no regime
-            model.round_trips = bool(model.round_trips) and "round_trips" in meta
-            if round_arrays:
-                raise ValueError("round-trip arrays without their metadata")
-        model.round_trips_ = (
-            None if round_meta is None else RoundTrips.from_state(round_meta, round_arrays)
-        )
+        # collaborators added in formats 4, 6 and 8 (None before, or fitted without)
+        model.pair_offsets_ = _owned(model, meta, "pair_offsets", pair_arrays, PairOffsets)
+        model.location_ = _owned(model, meta, "location_stage", location_arrays, LocationStage)
+        model.round_trips_ = _owned(model, meta, "round_trips", round_arrays, RoundTrips)
         # parameters added in format 2 take their format-1 behaviour when absent
         model.distance_in_kernel = bool(model.featurizer_.distance_in_kernel)
         scale = meta.get("noise_scale")
