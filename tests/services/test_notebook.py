@@ -311,7 +311,7 @@ def test_places_outside_the_model_are_flagged_per_row_or_refused(model, places):
     assert table["outside_area"].tolist() == [False, True, False, True]
     with pytest.raises(ValueError, match=r"place .chicago.: .* outside the service area"):
         vrvm.isochrones(model, far, departure=DEPART, within_min=10)
-    with pytest.raises(ValueError, match=r"destination '41.88, -87.63': .* nearest zone"):
+    with pytest.raises(ValueError, match=r"destination '41.88, -87.63': .* read as \(lat, lon\)"):
         vrvm.arrive_by(model, places.iloc[:1], (41.88, -87.63), deadline="2024-03-05 09:00")
     with pytest.raises(ValueError, match=r"bases: outside the model's extent .* \['chicago'\]"):
         vrvm.reach(model, far, departure=DEPART, within_min=10)

@@ -340,7 +340,8 @@ def area_place(model: TravelTimeModel, area: ServiceArea, place, what: str) -> P
     try:
         found = place_from_latlon(model_extent(model), lat, lon)
     except ValueError as exc:
-        raise ValueError(f"{what} {ident!r}: {exc}") from None
+        order = " (a pair is read as (lat, lon))" if isinstance(place, tuple | list) else ""
+        raise ValueError(f"{what} {ident!r}: {exc}{order}") from None
     row = int(area.zone_rows([found.lat], [found.lon])[0])
     zone = None if row < 0 else str(area.grid["zone"].iloc[row])
     return Place(found.lat, found.lon, zone, ident, kind="point")

@@ -193,9 +193,9 @@ def coverage_matrix(
     >>> # spopt-style: cost = 1 - P (demand x candidates), covered when cost <= 1 - p
     >>> cost = 1.0 - cover.T.to_numpy()
     """
-    threshold = float(_thresholds_min(within_min)[0]) if np.ndim(within_min) == 0 else None
-    if threshold is None:
+    if np.ndim(within_min) != 0:
         raise ValueError("within_min must be one number of minutes for a coverage matrix")
+    threshold = float(_thresholds_min(within_min)[0])
     sites = place_table(candidates, "candidates")
     points = place_table(demand, "demand")
     departures = (
