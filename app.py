@@ -122,7 +122,6 @@ def answer_section(ctx: context.ModelContext, mode: str) -> None:
             ctx.area,
             fill=fill,
             tips=tips,
-            basemap=sidebar.basemap_enabled(),
             mode="od" if mode == "od" else "origin",
             height=MAP_HEIGHT,
         )

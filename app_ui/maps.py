@@ -57,7 +57,9 @@ _AREA_STYLE = {
 }
 
 
-def _styled(collection: dict, kind: str) -> dict:
+def styled_boundaries(collection: dict, kind: str) -> dict:
+    """A boundary collection with its drawing style in each feature's properties: ``_fill``
+    and ``_line`` (RGBA) and ``_width`` (pixels), by the feature's ``kind``; text escaped."""
     features = []
     for feature in collection["features"]:
         props = _escaped(feature.get("properties") or {})
@@ -98,7 +100,7 @@ def boundary_layers(boundaries: dict | None) -> list[pdk.Layer]:
         layers.append(
             pdk.Layer(
                 "GeoJsonLayer",
-                _styled(collection, kind),
+                styled_boundaries(collection, kind),
                 id=f"boundaries-{kind}",
                 pickable=False,
                 stroked=True,

@@ -3,8 +3,8 @@
 State keys (all prefixed with the component's ``key``):
 
 ``{key}``            the :class:`vrvm.services.map.places.ODState`
-``{key}_map_<zones>``  the pydeck chart (its selection state, set by Streamlit), named
-                     for the map's zones (:func:`map_key`)
+``{key}_map_<zones>``  the zone map (its selection state, set by Streamlit), named
+                     for the map's zones and renderer (:func:`map_key`)
 ``{key}_origin``     origin selectbox; ``{key}_dest`` destination selectbox
 ``{key}_typed_o``, ``{key}_typed_d``  typed "lat, lon" text inputs
 ``{key}_error``      the last message about typed coordinates
@@ -37,7 +37,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from app_ui import maps
+from app_ui import maps, sidebar, vega_maps
 from vrvm.services.display.colours import DEST_RGB, ORIGIN_RGB
 from vrvm.services.display.text import plain_markdown
 from vrvm.services.map import places
@@ -86,10 +86,11 @@ def set_state(key: str, state: ODState) -> None:
 def map_key(key: str, area: ServiceArea) -> str:
     """The widget key of the clickable map of ``key`` over ``area``'s zones.
 
-    ``{key}_map_`` and a digest of the zone ids in the map's order: the positions a
-    selection names mean the same zones exactly when the key is the same. New names
-    for the same zones (boundaries) keep the chart; other zones (a zone file, another
-    model's hexagons) make a new chart, which starts with no selection.
+    ``{key}_map_`` and a digest of the :func:`renderer` and the zone ids in the map's
+    order: the positions a selection names mean the same zones exactly when the key is
+    the same. New names for the same zones (boundaries) keep the chart; other zones (a
+    zone file, another model's hexagons) or the other renderer make a new chart, which
+    starts with no selection.
 
     Parameters
     ----------
@@ -104,7 +105,8 @@ def map_key(key: str, area: ServiceArea) -> str:
         The key to draw the chart with and to read its selection by.
     """
     ids = json.dumps(area.grid["zone"].astype(str).tolist())  # exact: no separator clash
-    digest = hashlib.blake2b(ids.encode(), digest_size=8).hexdigest()
+    # and the renderer: its selections name zones otherwise (positions or ids)
+    digest = hashlib.blake2b(f"{renderer(area)}{ids}".encode(), digest_size=8).hexdigest()
     return f"{key}_map_{digest}"
 
 
@@ -284,28 +286,83 @@ def legend_html(mode: str) -> str:
     return "<div style='font-size:0.9rem'>" + "".join(parts) + "</div>"
 
 
-def show_map(
+def renderer(area: ServiceArea) -> str:
+    """Which library draws the clickable zone maps of this session: ``"vega-lite"`` (a
+    canvas, no WebGL: fast on any machine, a fixed view) unless the sidebar asks for the
+    pan-and-zoom map or the basemap, or the zones are too many for one Vega-Lite spec
+    (:data:`app_ui.vega_maps.MAX_ZONES`); then ``"deck.gl"``."""
+    if sidebar.basemap_enabled() or sidebar.webgl_map_enabled():
+        return "deck.gl"
+    return "deck.gl" if len(area.grid) > vega_maps.MAX_ZONES else "vega-lite"
+
+
+def draw_map(
     key: str,
     area: ServiceArea,
+    state: ODState,
     *,
     fill=None,
     tips=None,
-    basemap: bool = False,
+    markers=None,
+    regions: list[dict] | None = None,
     height: int = 560,
-    mode: str = "od",
+    container=None,
 ) -> None:
-    """The clickable zone map (a click reruns the page; see ``handle_map_event``).
+    """Draw the clickable zone map of ``key`` (a click reruns the page; its selection is
+    read by :func:`map_selection`) with the session's :func:`renderer`.
 
-    ``mode="origin"`` (coverage map) marks only the origin.
+    ``state``: the A and B to outline and mark; ``fill``, ``tips``: a choropleth's RGBA
+    fills and tooltip lines in grid order; ``markers`` (``lat``, ``lon``, ``name``,
+    ``label``, ``color``): markers instead of A and B; ``regions``: GeoJSON features with
+    RGBA ``fill`` and ``line`` properties drawn under the zones (isochrones).
     """
-    state = get_state(key, area)
-    if mode != "od":
-        state = replace(state, dest=None)
-    deck = maps.zone_deck(area, state, fill=fill, tips=tips, basemap=basemap)
-    st.pydeck_chart(
+    target = st if container is None else container
+    if renderer(area) == "vega-lite":
+        spec = vega_maps.zone_spec(
+            area, state, fill=fill, tips=tips, height=height, markers=markers, under=regions or ()
+        )
+        target.vega_lite_chart(
+            spec,
+            on_select="rerun",
+            selection_mode=[vega_maps.PICK],
+            key=map_key(key, area),
+            width="stretch",
+            theme=None,
+        )
+        return
+    deck = maps.zone_deck(
+        area,
+        state,
+        fill=fill,
+        tips=tips,
+        basemap=sidebar.basemap_enabled(),
+        under=[maps.isochrone_layer(regions)] if regions else (),
+        markers=markers,
+    )
+    target.pydeck_chart(
         deck,
         on_select="rerun",
         selection_mode="single-object",
         key=map_key(key, area),
         height=height,
     )
+
+
+def show_map(
+    key: str,
+    area: ServiceArea,
+    *,
+    fill=None,
+    tips=None,
+    height: int = 560,
+    mode: str = "od",
+) -> None:
+    """The clickable zone map of the origin and destination (a click reruns the page; see
+    ``handle_map_event``).
+
+    ``mode="origin"`` (coverage map) marks only the origin.
+    """
+    state = get_state(key, area)
+    if mode != "od":
+        state = replace(state, dest=None)
+    draw_map(key, area, state, fill=fill, tips=tips, height=height)

@@ -1,15 +1,16 @@
 """Page set-up and the sidebar: navigation and the map settings shared by every page.
 
-State keys: ``settings_basemap`` (bool). Streamlit forgets a widget's value when
-another page is shown, so the setting lives in this key, which the widget only writes
-to. Boundary files are kept in the data home (:mod:`vrvm.services.map.boundaries`), not in
-the session: an upload is saved there and shown on the map, and stays after a restart
-until it is removed; ``settings_boundary_seen`` holds the last upload handled (and its
-error, if it was refused) so a rerun does not save it again. The map's clickable zones
-are the hexagons of the training trips or the polygons of a kept zone file
-(``settings_zone_choice``), a choice also kept in the data home
-(:func:`vrvm.services.map.area.set_zone_choice`). Uploading, choosing and removing zone
-files changes the map for everyone: analysts only (viewers see which file is drawn).
+State keys: ``settings_basemap`` and ``settings_webgl_map`` (bool). Streamlit forgets a
+widget's value when another page is shown, so each setting lives in its key, which the
+widget only writes to. Boundary files are kept in the data home
+(:mod:`vrvm.services.map.boundaries`), not in the session: an upload is saved there and
+shown on the map, and stays after a restart until it is removed;
+``settings_boundary_seen`` holds the last upload handled (and its error, if it was
+refused) so a rerun does not save it again. The map's clickable zones are the hexagons
+of the training trips or the polygons of a kept zone file (``settings_zone_choice``), a
+choice also kept in the data home (:func:`vrvm.services.map.area.set_zone_choice`).
+Uploading, choosing and removing zone files changes the map for everyone: analysts only
+(viewers see which file is drawn).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from vrvm.services.map import boundaries as boundaries_svc
 from vrvm.services.versions import models
 
 SETTINGS_BASEMAP = "settings_basemap"
+SETTINGS_WEBGL_MAP = "settings_webgl_map"
 SETTINGS_BOUNDARY_SEEN = "settings_boundary_seen"
 NO_BOUNDARIES = "(none)"
 HEXAGONS = "Hexagons (from the trips)"
@@ -65,6 +67,12 @@ def page_setup(title: str) -> Access:
 
 def basemap_enabled() -> bool:
     return bool(st.session_state.get(SETTINGS_BASEMAP, False))
+
+
+def webgl_map_enabled() -> bool:
+    """Whether the zone maps are drawn by deck.gl (WebGL: pan and zoom) rather than on a
+    plain canvas (:func:`app_ui.od_picker.renderer`)."""
+    return bool(st.session_state.get(SETTINGS_WEBGL_MAP, False))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -169,7 +177,18 @@ def map_settings(access: Access) -> None:
             on_change=_keep,
             args=(f"{SETTINGS_BASEMAP}_toggle", SETTINGS_BASEMAP),
             help="Off by default so the app works offline; the zones and boundaries are "
-            "drawn without it.",
+            "drawn without it. On, the maps are drawn with WebGL (they pan and zoom).",
+        )
+        st.toggle(
+            "Pan-and-zoom maps (WebGL)",
+            value=webgl_map_enabled(),
+            key=f"{SETTINGS_WEBGL_MAP}_toggle",
+            on_change=_keep,
+            args=(f"{SETTINGS_WEBGL_MAP}_toggle", SETTINGS_WEBGL_MAP),
+            help="Off: the clickable maps are drawn on a plain canvas, quick on any "
+            "computer, in a fixed view of the trips. On: drawn with WebGL (deck.gl), so "
+            "they pan and zoom; without a graphics card each click then takes about a "
+            "second.",
         )
         if not access.may("zones"):
             shown = boundaries_svc.shown_boundaries(models.data_home())

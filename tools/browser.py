@@ -2,8 +2,9 @@
 
 :func:`streamlit_server` runs ``streamlit run app.py`` over a given ``VRVM_HOME`` on a
 free port; :func:`two_zones` and :func:`click_zone` pick an origin and a destination on
-the deck.gl map the way a planner does, at the screen pixels :func:`lnglat_to_pixel`
-computes from the deck's initial view. Playwright pages are passed in by the callers
+the zone map the way a planner does, at the screen pixels :func:`lnglat_to_pixel`
+computes from the map's initial view (the Vega-Lite map, the default, and the deck.gl
+map draw the same view). Playwright pages are passed in by the callers
 (``tests/app/test_e2e_browser.py``, ``tools/screenshots.py``), which import Playwright
 themselves; nothing here is used by the app.
 """
@@ -235,18 +236,23 @@ MAP_READY = (
     " for (let e = t.parentElement; e; e = e.parentElement) {"
     " const c = e.querySelector('canvas'); if (c) return c.width > 0 && c.height > 0; }"
     " return false; })"
+    " || [...document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas')]"
+    ".some(c => c.width > 0 && c.height > 0)"
 )
-"""True once deck.gl has set up a map: its tooltip element made in the deck's root, beside
-its canvas, which has its size."""
+"""True once a map is set up: deck.gl's (its tooltip element made in the deck's root,
+beside its canvas, which has its size) or Vega-Lite's (its canvas has its size)."""
 
 PICKED = (
     "label => [...document.querySelectorAll('.deck-tooltip')]"
     ".some(e => e.style.display !== 'none' && e.innerText.includes(label))"
+    " || [...document.querySelectorAll('.vg-tooltip.visible')]"
+    ".some(e => e.innerText.includes(label))"
 )
-"""True while a map's tooltip names ``label``: deck.gl has picked that zone on hover."""
+"""True while a map's tooltip names ``label``: the map has picked that zone on hover."""
 
 NO_TOOLTIP = (
     "() => [...document.querySelectorAll('.deck-tooltip')].every(e => e.style.display === 'none')"
+    " && !document.querySelector('.vg-tooltip.visible')"
 )
 """True when no map shows a tooltip."""
 

@@ -20,7 +20,7 @@ from datetime import time
 
 import streamlit as st
 
-from app_ui import charts, forecast_view, indices_view, od_picker, sidebar, trip_controls
+from app_ui import charts, forecast_view, indices_view, od_picker, trip_controls
 from app_ui.context import ModelContext
 from vrvm.services.answers import forecast, schedule
 from vrvm.services.display.text import plain_markdown
@@ -201,7 +201,7 @@ def show(key: str, ctx: ModelContext) -> None:
             + "<small>Click a zone for the origin, then another for the destination.</small>",
             unsafe_allow_html=True,
         )
-        od_picker.show_map(od, ctx.area, basemap=sidebar.basemap_enabled(), height=460)
+        od_picker.show_map(od, ctx.area, height=460)
     if not state.complete:
         missing = "an origin and a destination" if state.origin is None else "a destination"
         st.info(f"Choose {missing}: click two zones on the map, or pick them from the lists.")

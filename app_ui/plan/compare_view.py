@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from app_ui import maps, od_picker, sidebar, trip_controls
+from app_ui import maps, od_picker, trip_controls
 from app_ui.context import ModelContext
 from app_ui.plan import matrix_view
 from vrvm import ModelFormatError, TravelTimeModel
@@ -180,7 +180,7 @@ def _show_trip(key: str, ctx: ModelContext, model_a, model_b) -> None:
             + "<small>Click a zone for the origin, then another for the destination.</small>",
             unsafe_allow_html=True,
         )
-        od_picker.show_map(od, ctx.area, basemap=sidebar.basemap_enabled(), height=460)
+        od_picker.show_map(od, ctx.area, height=460)
     if not state.complete:
         missing = "an origin and a destination" if state.origin is None else "a destination"
         st.info(f"Choose {missing}: click two zones on the map, or pick them from the lists.")
@@ -284,20 +284,15 @@ def _show_reach(key: str, ctx: ModelContext, versions, model_a, model_b) -> None
         "answers.</small>",
         unsafe_allow_html=True,
     )
-    deck = maps.zone_deck(
+    od_picker.draw_map(
+        f"{key}_base",  # a new chart when the zones change
         area,
         ODState(),
         fill=fill,
         tips=tips,
-        basemap=sidebar.basemap_enabled(),
         markers=marker,
-    )
-    map_column.pydeck_chart(
-        deck,
-        on_select="rerun",
-        selection_mode="single-object",
-        key=od_picker.map_key(f"{key}_base", area),  # a new chart when the zones change
         height=520,
+        container=map_column,
     )
     title = METRICS[metric].replace("T)", f"{t})") + f" from {place.label}"
     map_column.markdown(maps.legend_html(legend, title), unsafe_allow_html=True)

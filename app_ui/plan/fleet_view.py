@@ -30,7 +30,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_ui import maps, od_picker, sidebar, trip_controls
+from app_ui import maps, od_picker, trip_controls
 from app_ui.context import ModelContext, keep, kept
 from vrvm.services.display.text import plain_markdown
 from vrvm.services.map import places
@@ -236,19 +236,13 @@ def show(key: str, ctx: ModelContext) -> None:
             "</small>",
             unsafe_allow_html=True,
         )
-        deck = maps.zone_deck(
+        od_picker.draw_map(
+            key,
             area,
             ODState(),
             fill=fill,
             tips=tips,
-            basemap=sidebar.basemap_enabled(),
             markers=fleet.base_markers(bases, ranking),
-        )
-        st.pydeck_chart(
-            deck,
-            on_select="rerun",
-            selection_mode="single-object",
-            key=od_picker.map_key(key, area),  # a new chart when the zones change
             height=560,
         )
         st.markdown(maps.legend_html(legend, _label(metric, threshold)), unsafe_allow_html=True)

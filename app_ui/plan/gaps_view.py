@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_ui import maps, od_picker, sidebar
+from app_ui import maps, od_picker
 from app_ui.context import ModelContext
 from vrvm import TravelTimeModel
 from vrvm.services.answers import forecast
@@ -203,20 +203,7 @@ def show(key: str, ctx: ModelContext) -> None:
         f"<small>{hint} Hover a zone for its split and its training trips.</small>",
         unsafe_allow_html=True,
     )
-    deck = maps.zone_deck(
-        area,
-        ODState(origin=origin),
-        fill=fill,
-        tips=tips,
-        basemap=sidebar.basemap_enabled(),
-    )
-    st.pydeck_chart(
-        deck,
-        on_select="rerun",
-        selection_mode="single-object",
-        key=od_picker.map_key(key, area),  # a new chart when the zones change
-        height=520,
-    )
+    od_picker.draw_map(key, area, ODState(origin=origin), fill=fill, tips=tips, height=520)
     title = METRICS[metric] + ("" if origin is None else f", from {place.label}")
     st.markdown(maps.legend_html(legend, title), unsafe_allow_html=True)
     st.caption(CANNOT_SEE)

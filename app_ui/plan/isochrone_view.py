@@ -22,7 +22,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_ui import maps, od_picker, sidebar, trip_controls
+from app_ui import maps, od_picker, trip_controls
 from app_ui.context import ModelContext
 from vrvm.services.map.places import ODState, Place
 from vrvm.services.planning import isochrones
@@ -83,19 +83,13 @@ def show(key: str, ctx: ModelContext) -> None:
             unsafe_allow_html=True,
         )
         state = ODState(origin=place) if direction == "from" else ODState(dest=place)
-        deck = maps.zone_deck(
+        od_picker.draw_map(
+            key,
             ctx.area,
             state,
             fill=None if drawn is None else drawn.zone_fill,
             tips=None if drawn is None else drawn.tips,
-            basemap=sidebar.basemap_enabled(),
-            under=() if drawn is None else [maps.isochrone_layer(drawn.features)],
-        )
-        st.pydeck_chart(
-            deck,
-            on_select="rerun",
-            selection_mode="single-object",
-            key=od_picker.map_key(key, ctx.area),  # a new chart when the zones change
+            regions=None if drawn is None else drawn.features,
             height=560,
         )
         if drawn is not None:

@@ -258,7 +258,7 @@ def test_a_blank_or_malformed_passphrase_makes_nobody_an_analyst(
     monkeypatch.setenv(name, value)
     at = open_page("app.py")
     assert _locked(at, f"${name}")
-    assert at.get("deck_gl_json_chart")  # the Predict page still answers
+    assert at.get("vega_lite_chart")  # the Predict page still answers
     for page in ("app.py", RELEVANCE, PLAN, RETRAIN):
         open_page(page, at)
         assert _locked(at, f"${name}"), page

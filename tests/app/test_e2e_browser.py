@@ -1,7 +1,7 @@
 """End to end in a real browser: ``streamlit run app.py`` driven by headless Chromium.
 
-Opens on the first-visit trip and its answer, clicks two zones on the deck.gl map canvas
-(positions computed from the deck's initial view, as deck.gl projects it), waits for the
+Opens on the first-visit trip and its answer, clicks two zones on the zone map's canvas
+(the default Vega-Lite map; positions computed from the map's initial view), waits for the
 predictive density, and saves a screenshot to ``test-output/e2e_predict.png``; times one
 interaction (a swap, until the new answer is shown and the app idle) and records it in
 ``test-output/e2e_timing.json`` and the test's output, without asserting a time (the
@@ -10,7 +10,7 @@ passphrase on a server that has one (``test-output/e2e_sign_in.png``). Skipped w
 /usr/bin/chromium unless ``CI`` is set, in which case a missing browser is a failure
 (``.ci/run`` installs it).
 
-Every wait is for a condition in the page (a text, deck.gl's map set up, its tooltip
+Every wait is for a condition in the page (a text, the map set up, its tooltip
 naming the hovered zone, the app idle), never a fixed time, with deadlines
 (:data:`PAGE_MS`) generous enough for a busy two-core machine.
 """

@@ -13,12 +13,10 @@ zone now at that position.
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
 from tests.app.test_no_stale_answers import (  # noqa: F401 (kolkata_model: a fixture)
@@ -29,7 +27,7 @@ from tests.app.test_no_stale_answers import (  # noqa: F401 (kolkata_model: a fi
     kolkata_model,
     publish,
 )
-from tests.app.test_pages import APP, TIMEOUT, deck, no_exception, run_app
+from tests.app.test_pages import APP, TIMEOUT, click_zone, no_exception, run_app
 from tests.app.test_zone_polygons import HEXAGONS, districts_geojson
 from vrvm.trips.home import Home
 
@@ -38,14 +36,7 @@ FIRST, SECOND = 1, 3  # positions in the zone layer; the districts have 6 clicka
 
 def click(at: AppTest, key: str, index: int) -> AppTest:
     """Click the zone at ``index`` of the map's zone layer: the browser's payload."""
-    found = deck(at, f"{key}_map")
-    layer = next(x for x in json.loads(found.proto.json)["layers"] if x["id"] == "zones")
-    payload = {
-        "selection": {"indices": {"zones": [index]}, "objects": {"zones": [layer["data"][index]]}}
-    }
-    states = at._tree.get_widget_states()
-    states.widgets.append(WidgetState(id=found.proto.id, string_value=json.dumps(payload)))
-    at = at._run(states)
+    at = click_zone(at, None, index, f"{key}_map")
     no_exception(at)
     return at
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app_ui import maps
-from tests.app.test_pages import shown
+from tests.app.test_pages import deck, map_records, shown
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.services.map.area import build_service_area
 from vrvm.services.map.places import ODState, place_from_zone
@@ -149,7 +149,17 @@ def test_hostile_uploads_through_the_sidebar(vrvm_home):
     uploader.upload("areas.geojson", json.dumps(named).encode(), "application/geo+json").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(XSS_IMG in option for option in at.selectbox(key="od_origin").options)
-    chart = next(d for d in at.get("deck_gl_json_chart") if d.key.startswith("od_map_"))
+    # the canvas map: names are data, shown as text by Vega's tooltip (which escapes
+    # them), never part of the spec; the boundaries' properties are not sent at all
+    chart = deck(at, "od_map")
+    assert chart.type == "vega_lite_chart"
+    assert_no_raw_markup(chart.proto.spec)
+    assert any(XSS_IMG in zone["label"] for zone in map_records(chart, "zones"))
+    assert "html" not in chart.proto.spec.lower()
+    # the WebGL map's tooltips are HTML: names escaped there
+    at.toggle(key="settings_webgl_map_toggle").set_value(True).run()
+    chart = deck(at, "od_map")
+    assert chart.type == "deck_gl_json_chart"
     assert_no_raw_markup(chart.proto.json)
     assert ESCAPED_IMG in chart.proto.json
     malformed = {

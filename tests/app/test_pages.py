@@ -1,13 +1,15 @@
 """Every page of the dashboard with streamlit.testing.v1.AppTest (no browser).
 
 The app runs against a copy of a tiny pre-trained model store (``vrvm_home`` fixture).
-Map clicks are injected as the pydeck chart's widget state, exactly the JSON the
-browser sends on a click (see ``click_zone``), so they go through Streamlit's own
-deserialiser and the page's real click handling.
+Map clicks are injected as the zone map's widget state, exactly the JSON the browser
+sends on a click (see ``click_zone``; the map is Vega-Lite's by default, deck.gl's with
+the pan-and-zoom setting), so they go through Streamlit's own deserialiser and the
+page's real click handling.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import sys
@@ -17,9 +19,11 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit")
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
+from app_ui import vega_maps
 from vrvm import synthetic_city
 from vrvm.services.map.area import ServiceArea, build_service_area
 from vrvm.trips.home import Home
@@ -44,24 +48,110 @@ def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
+MAP_CHARTS = ("deck_gl_json_chart", "vega_lite_chart")
+
+
 def deck(at: AppTest, key: str):
-    """The chart keyed ``key``, or ``key`` and its zones' digest (``od_map_<zones>``)."""
+    """The zone map keyed ``key``, or ``key`` and its digest (``od_map_<zones>``), drawn by
+    deck.gl or Vega-Lite (:func:`app_ui.od_picker.renderer`)."""
     named = re.compile(rf"{re.escape(key or '')}_[0-9a-f]{{16}}")
-    charts = at.get("deck_gl_json_chart")
+    charts = [chart for kind in MAP_CHARTS for chart in at.get(kind)]
     return next(d for d in charts if d.key == key or named.fullmatch(d.key or ""))
 
 
-def click_zone(at: AppTest, area: ServiceArea, index: int, key: str = "od_map"):
-    """Click the zone at ``index`` of the area's grid: the browser's selection payload."""
+def _rgba(colour):
+    """A CSS ``rgba(...)`` colour of the Vega-Lite map as deck.gl's ``[r, g, b, a]``."""
+    if not isinstance(colour, str):
+        return colour
+    r, g, b, a = (float(v) for v in colour[colour.index("(") + 1 : -1].split(","))
+    return [int(r), int(g), int(b), round(a * 255)]
+
+
+_DECK_LAYERS = {
+    "zones": "zones",
+    "markers": "od-labels",
+    "od": "od-zones",
+    "lines": "boundaries-lines",
+    "areas": "boundaries-areas",
+    "regions": "isochrones",
+}
+_VEGA_DATA = {
+    "zones": "zone_info",
+    "markers": "markers",
+    "od": "od",
+    "lines": "lines",
+    "areas": "areas",
+    "regions": "under",
+}
+
+
+def map_records(chart, layer: str) -> list[dict]:
+    """What a zone map draws, as records, whichever library draws it.
+
+    ``layer``: ``"zones"`` (``zone``, ``label``, ``tip``, ``fill`` as RGBA), ``"markers"``
+    (``name``, ``lat``, ``lon``, ...), ``"od"`` (the outlined A and B zones: ``zone``);
+    GeoJSON features for ``"lines"``, ``"areas"`` (boundaries) and ``"regions"``
+    (isochrones). Zone labels are as the map holds them: HTML-escaped for deck.gl's
+    HTML tooltip, as written for Vega-Lite's (which escapes them itself).
+    """
+    if chart.type == "deck_gl_json_chart":
+        layers = json.loads(chart.proto.json)["layers"]
+        found = next((x for x in layers if x["id"] == _DECK_LAYERS[layer]), None)
+        if found is None:
+            return []
+        data = found["data"]
+        if isinstance(data, dict):  # a FeatureCollection
+            return data["features"]
+        if data and "properties" in data[0] and layer in ("zones", "od"):
+            return [{**f["properties"], "zone": f["zone"]} for f in data]  # polygon zones
+        return data
+    for dataset in chart.proto.datasets:
+        if dataset.name == _VEGA_DATA[layer]:
+            frame = convert_arrow_bytes_to_pandas_df(dataset.data.data)
+            records = frame.to_dict(orient="records")
+            for record in records:
+                for column in ("fill", "color"):
+                    if column in record:
+                        record[column] = _rgba(record[column])
+            return records
+    return json.loads(chart.proto.spec).get("datasets", {}).get(_VEGA_DATA[layer], [])
+
+
+def tips_drawn(tips: list[str]) -> list[str]:
+    """A service's zone tooltips (HTML-escaped, for deck.gl's HTML tooltip) as the default
+    Vega-Lite map holds them: as text (Vega's tooltip escapes what it shows)."""
+    return [html.unescape(tip) for tip in tips]
+
+
+def draws_polygons(chart) -> bool:
+    """Whether the map draws its zones as the polygons of a zone file (not hexagons)."""
+    if chart.type == "deck_gl_json_chart":
+        layers = json.loads(chart.proto.json)["layers"]
+        return next(x for x in layers if x["id"] == "zones")["@@type"] == "GeoJsonLayer"
+    zones = json.loads(chart.proto.spec)["datasets"]["zone_shapes"]
+    # a zone file's polygons have their own outlines; H3 hexagons six corners (7 closed)
+    return any(len(z["geometry"]["coordinates"][0]) != 7 for z in zones)
+
+
+def click_zone(at: AppTest, area: ServiceArea | None, index: int, key: str = "od_map"):
+    """Click the zone at ``index`` of the map's zones (the area's grid order): the
+    browser's selection payload (deck.gl's names the picked object and its position;
+    Vega-Lite's the zone)."""
     chart = deck(at, key)
-    record = json.loads(chart.proto.json)["layers"]
-    zones = next(layer for layer in record if layer.get("id") == "zones")
-    payload = {
-        "selection": {
-            "indices": {"zones": [index]},
-            "objects": {"zones": [zones["data"][index]]},
+    if chart.type == "vega_lite_chart":
+        zone = map_records(chart, "zones")[index]["zone"]
+        if area is not None:
+            assert zone == str(area.grid["zone"].iloc[index])
+        payload = {"selection": {vega_maps.PICK: [{"zone": zone}]}}
+    else:
+        record = json.loads(chart.proto.json)["layers"]
+        zones = next(layer for layer in record if layer.get("id") == "zones")
+        payload = {
+            "selection": {
+                "indices": {"zones": [index]},
+                "objects": {"zones": [zones["data"][index]]},
+            }
         }
-    }
     states = at._tree.get_widget_states()
     states.widgets.append(WidgetState(id=chart.proto.id, string_value=json.dumps(payload)))
     return at._run(states)
@@ -105,7 +195,16 @@ def test_predict_page_first_run(vrvm_home):
     assert at.title[0].value == "Travel time, with its uncertainty"
     assert any("Synthetic data" in w.value for w in at.warning)
     assert [s.label for s in at.selectbox][:2] == ["Origin (A)", "Destination (B)"]
-    spec = json.loads(deck(at, "od_map").proto.json)
+    chart = deck(at, "od_map")
+    assert chart.type == "vega_lite_chart"  # the canvas map by default: no WebGL
+    assert len(map_records(chart, "zones")) == len(area_of(vrvm_home).grid)
+    assert map_records(chart, "lines")  # the synthetic city's river, highway, bridges
+    # the pan-and-zoom setting draws deck.gl's map, offline: no basemap
+    at.toggle(key="settings_webgl_map_toggle").set_value(True).run()
+    no_exception(at)
+    chart = deck(at, "od_map")
+    assert chart.type == "deck_gl_json_chart"
+    spec = json.loads(chart.proto.json)
     layer_ids = [layer["id"] for layer in spec["layers"]]
     assert "zones" in layer_ids and "boundaries-lines" in layer_ids
     assert "mapStyle" not in spec or spec["mapStyle"] == "__MAP_STYLE__"  # offline: no basemap
@@ -169,9 +268,10 @@ def test_od_from_map_clicks(vrvm_home):
     assert at.selectbox(key="od_dest").value == area.grid["label"][400]
     assert "Median" in metrics(at) and len(at.get("plotly_chart")) == 2
     # the origin and destination are drawn as A and B
-    spec = json.loads(deck(at, "od_map").proto.json)
-    markers = next(layer for layer in spec["layers"] if layer["id"] == "od-labels")
-    assert [m["name"] for m in markers["data"]] == ["A", "B"]
+    markers = map_records(deck(at, "od_map"), "markers")
+    assert [m["name"] for m in markers] == ["A", "B"]
+    # each marker names its zone: a click on it is a click on that zone
+    assert [m["zone"] for m in markers] == [area.grid["zone"][250], area.grid["zone"][400]]
     # the selection persists across reruns without being applied again
     at.run()
     assert at.selectbox(key="od_dest").value == area.grid["label"][400]
@@ -230,9 +330,8 @@ def test_coverage_map_by_probability_and_median(vrvm_home):
     no_exception(at)
     lat, lon = map(float, at.query_params["o"].split(","))
     assert (lat, lon) == (area.grid["lat"][200], area.grid["lon"][200])
-    spec = json.loads(deck(at, "od_map").proto.json)
-    markers = next(layer for layer in spec["layers"] if layer["id"] == "od-labels")
-    assert [m["name"] for m in markers["data"]] == ["A"]
+    markers = map_records(deck(at, "od_map"), "markers")
+    assert [m["name"] for m in markers] == ["A"]
     at = click_zone(at, area, 300)  # in coverage mode a click sets the origin
     no_exception(at)
     assert at.selectbox(key="od_origin").value == area.grid["label"][300]
@@ -243,10 +342,9 @@ def test_coverage_map_by_probability_and_median(vrvm_home):
         "Download GeoJSON",
         "Download PNG",
     ]
-    spec = json.loads(deck(at, "od_map").proto.json)
-    zones = next(layer for layer in spec["layers"] if layer["id"] == "zones")
-    assert len({tuple(z["fill"]) for z in zones["data"]}) >= 2  # a choropleth
-    assert "P(≤ 15 min)" in zones["data"][0]["tip"]
+    zones = map_records(deck(at, "od_map"), "zones")
+    assert len({str(z["fill"]) for z in zones}) >= 2  # a choropleth
+    assert "P(≤ 15 min)" in zones[0]["tip"]
     assert at.radio(key="coverage_metric").options == ["Median travel time", "P(arrive within T)"]
     at.radio(key="coverage_metric").set_value("median").run()
     no_exception(at)

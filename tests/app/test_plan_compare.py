@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import json
 
 import pandas as pd
 import pytest
@@ -20,7 +19,17 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
-from tests.app.test_pages import APP, TIMEOUT, area_of, deck, metrics, no_exception, shown
+from tests.app.test_pages import (
+    APP,
+    TIMEOUT,
+    area_of,
+    deck,
+    map_records,
+    metrics,
+    no_exception,
+    shown,
+    tips_drawn,
+)
 from tests.app.test_private_mode import downloads  # noqa: F401 (a fixture)
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.services.answers import matrix, schedule
@@ -98,7 +107,8 @@ def test_one_version_says_how_to_get_a_second_then_compares_the_new_one(vrvm_hom
     at = plan_compare()
     said = " ".join(shown(i.value) for i in at.info)
     assert "holds one version" in said and "Retrain & publish" in said and "vrvm train" in said
-    assert not at.metric and not at.get("deck_gl_json_chart")
+    assert not at.metric
+    assert not at.get("deck_gl_json_chart") and not at.get("vega_lite_chart")
     # another session publishes a second version: the page compares it with the first
     publish(vrvm_home, slower)
     at.run()
@@ -158,10 +168,9 @@ def test_reach_from_a_base(vrvm_home, slower, downloads):  # noqa: F811
         at.radio(key=f"{KEY}_metric").set_value(metric).run()
         no_exception(at)
         fill, tips, legend = compare.compare_map(table, metric, 900.0)
-        spec = json.loads(deck(at, f"{KEY}_base_map").proto.json)
-        zones = next(layer for layer in spec["layers"] if layer["id"] == "zones")["data"]
+        zones = map_records(deck(at, f"{KEY}_base_map"), "zones")
         assert [z["fill"] for z in zones] == fill.tolist()
-        assert [z["tip"] for z in zones] == tips
+        assert [z["tip"] for z in zones] == tips_drawn(tips)
         html = next(m.value for m in at.markdown if "font-size:0.85rem" in m.value)
         assert all(label.replace("'", "&#x27;") in html for label, _ in legend)
     assert any(d.key == f"{KEY}_reach_csv" for d in at.get("download_button"))

@@ -29,10 +29,13 @@ from tests.app.test_pages import (
     area_of,
     click_zone,
     deck,
+    draws_polygons,
+    map_records,
     metrics,
     no_exception,
     shown,
     table_with,
+    tips_drawn,
 )
 from tests.app.test_zone_polygons import HEXAGONS, districts_geojson
 from vrvm import TravelTimeModel
@@ -67,9 +70,10 @@ def service(home, bases: pd.DataFrame, threshold_min: float = 15.0):
     return model, area, coverage
 
 
-def layers(at: AppTest) -> dict[str, dict]:
-    spec = json.loads(deck(at, f"{KEY}_map").proto.json)
-    return {layer["id"]: layer for layer in spec["layers"]}
+def layers(at: AppTest) -> dict[str, list[dict]]:
+    """What the map draws: ``zones``, ``markers`` and ``regions`` (whichever renderer)."""
+    chart = deck(at, f"{KEY}_map")
+    return {name: map_records(chart, name) for name in ("zones", "markers", "regions")}
 
 
 def bases_shown(at: AppTest) -> pd.DataFrame:
@@ -94,11 +98,11 @@ def test_opens_on_two_busy_central_bases(vrvm_home):
     assert shown["P(best base within 15 min)"] == f"{100 * summary['best']:.1f} %"
     assert shown["P(any base within 15 min)"] == f"{100 * summary['any']:.1f} %"
     drawn = layers(at)
-    assert [m["name"] for m in drawn["od-labels"]["data"]] == ["1", "2"]
-    zones = drawn["zones"]["data"]
+    assert [m["name"] for m in drawn["markers"]] == ["1", "2"]
+    zones = drawn["zones"]
     fill, tips, _ = fleet.fleet_map(coverage, "best")
     assert [z["fill"] for z in zones] == fill.tolist()
-    assert [z["tip"] for z in zones] == tips
+    assert [z["tip"] for z in zones] == tips_drawn(tips)
     assert len({tuple(z["fill"]) for z in zones}) >= 2  # a choropleth
     labels = [d.label for d in at.get("download_button")]
     for label in ("Coverage CSV", "Coverage GeoJSON", "Bases CSV", "Bases GeoJSON"):
@@ -107,7 +111,7 @@ def test_opens_on_two_busy_central_bases(vrvm_home):
     at.segmented_control(key=f"{KEY}_metric").set_value("any").run()
     no_exception(at)
     fill, _, _ = fleet.fleet_map(coverage, "any")
-    assert [z["fill"] for z in layers(at)["zones"]["data"]] == fill.tolist()
+    assert [z["fill"] for z in layers(at)["zones"]] == fill.tolist()
 
 
 def test_map_clicks_and_the_list_place_bases(vrvm_home):
@@ -148,10 +152,18 @@ def test_a_csv_upload_places_named_bases(vrvm_home):
     no_exception(at)
     assert bases_shown(at)["name"].tolist() == [XSS_IMG, "Harbour"]  # a table shows text
     assert at.multiselect(key=f"{KEY}_pick").value == []  # not at zones' points: not listed
+    # the canvas map shows the names as text (Vega's tooltip escapes what it shows)
+    chart = deck(at, f"{KEY}_map")
+    assert chart.type == "vega_lite_chart" and "<img" not in chart.proto.spec
     drawn = layers(at)
-    labels = [m["label"] for m in drawn["od-labels"]["data"]]
+    assert drawn["markers"][0]["label"] == XSS_IMG
+    assert XSS_IMG in " ".join(z["tip"] for z in drawn["zones"])
+    # the WebGL map's tooltips are HTML: escaped there
+    at.toggle(key="settings_webgl_map_toggle").set_value(True).run()
+    drawn = layers(at)
+    labels = [m["label"] for m in drawn["markers"]]
     assert labels[0] == "&lt;img src=x onerror=alert(1)&gt;"
-    tips = " ".join(z["tip"] for z in drawn["zones"]["data"])
+    tips = " ".join(z["tip"] for z in drawn["zones"])
     assert "<img" not in tips and "&lt;img src=x" in tips
     bases = fleet.bases_at_points(
         area, [XSS_IMG, "Harbour"], area.grid["lat"][rows], area.grid["lon"][rows]
@@ -184,7 +196,7 @@ def test_ranking_one_more_base_with_uploaded_demand(vrvm_home):
     label = next(k for k in metrics(at) if "with a base at" in k)
     assert label.startswith("P(any base within 15 min)")
     assert metrics(at)[label] == f"{100 * expected['any_after'][0]:.1f} %"
-    markers = layers(at)["od-labels"]["data"]
+    markers = layers(at)["markers"]
     assert [m["name"] for m in markers] == ["1", "2", "+"]
     assert markers[-1]["lat"] == expected["lat"][0]
     labels = [d.label for d in at.get("download_button")]
@@ -211,8 +223,7 @@ def test_works_on_the_planners_polygons(vrvm_home):
     hexagon_bases = at.session_state[f"{KEY}_bases"]
     at.selectbox(key="settings_zone_choice").set_value("districts").run()
     no_exception(at)
-    drawn = layers(at)
-    assert drawn["zones"]["@@type"] == "GeoJsonLayer"
+    assert draws_polygons(deck(at, f"{KEY}_map"))
     # the hexagon bases are now at the polygons holding their points, named after them
     _, area = active_area(vrvm_home)
     expected, _ = fleet.locate_bases(area, hexagon_bases)
@@ -270,9 +281,9 @@ def assert_fleet_describes_its_bases(
     assert table["name"].tolist() == bases["name"].tolist()
     assert table["label"].tolist() == bases["label"].tolist()
     _, tips, _ = fleet.fleet_map(coverage, "best")
-    zones = layers(at)["zones"]["data"]
+    zones = layers(at)["zones"]
     zones = zones["features"] if isinstance(zones, dict) else zones  # polygons: GeoJSON
-    assert [z.get("properties", z)["tip"] for z in zones] == tips
+    assert [z.get("properties", z)["tip"] for z in zones] == tips_drawn(tips)
     return model, area, coverage, demand
 
 

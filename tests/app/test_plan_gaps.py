@@ -18,11 +18,19 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
 from tests.app.test_no_stale_answers import active_area
-from tests.app.test_pages import APP, TIMEOUT, deck, no_exception, shown
+from tests.app.test_pages import (
+    APP,
+    TIMEOUT,
+    click_zone,
+    deck,
+    map_records,
+    no_exception,
+    shown,
+    tips_drawn,
+)
 from tests.app.test_private_mode import downloads  # noqa: F401 (a fixture)
 from tests.app.test_zone_polygons import districts_geojson
 from vrvm.services.answers.forecast import combine_departure
@@ -62,9 +70,8 @@ def headline(grid: pd.DataFrame) -> str:
     )
 
 
-def zone_layer(at: AppTest) -> dict:
-    spec = json.loads(deck(at, f"{KEY}_map").proto.json)
-    return next(layer for layer in spec["layers"] if layer["id"] == "zones")
+def zone_records(at: AppTest) -> list[dict]:
+    return map_records(deck(at, f"{KEY}_map"), "zones")
 
 
 def top_shown(at: AppTest) -> pd.DataFrame:
@@ -99,9 +106,9 @@ def test_every_zone_split_with_the_caption_and_the_downloads(vrvm_home, download
         at.radio(key=f"{KEY}_metric").set_value(metric).run()
         no_exception(at)
         fill, tips, legend = data_gaps.gaps_map(grid, metric)
-        zones = zone_layer(at)["data"]
+        zones = zone_records(at)
         assert [z["fill"] for z in zones] == fill.tolist()
-        assert [z["tip"] for z in zones] == tips
+        assert [z["tip"] for z in zones] == tips_drawn(tips)
         assert len({tuple(z["fill"]) for z in zones}) >= 3  # a choropleth
         html = next(m.value for m in at.markdown if "font-size:0.85rem" in m.value)
         assert all(label in html for label, _ in legend)
@@ -120,12 +127,7 @@ def test_every_zone_split_with_the_caption_and_the_downloads(vrvm_home, download
 
 def click(at: AppTest, index: int) -> AppTest:
     """The browser's payload when the zone at ``index`` of the gaps map is clicked."""
-    chart = deck(at, f"{KEY}_map")
-    feature = zone_layer(at)["data"][index]
-    payload = {"selection": {"indices": {"zones": [index]}, "objects": {"zones": [feature]}}}
-    states = at._tree.get_widget_states()
-    states.widgets.append(WidgetState(id=chart.proto.id, string_value=json.dumps(payload)))
-    return at._run(states)
+    return click_zone(at, None, index, f"{KEY}_map")
 
 
 def test_a_click_departures_and_zones_give_a_new_answer(vrvm_home):

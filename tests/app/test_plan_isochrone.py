@@ -15,7 +15,17 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
-from tests.app.test_pages import APP, TIMEOUT, area_of, click_zone, deck, no_exception, table_with
+from tests.app.test_pages import (
+    APP,
+    TIMEOUT,
+    area_of,
+    click_zone,
+    deck,
+    draws_polygons,
+    map_records,
+    no_exception,
+    table_with,
+)
 from tests.app.test_zone_polygons import districts_geojson
 from vrvm import TravelTimeModel
 from vrvm.services.answers.forecast import combine_departure
@@ -37,13 +47,14 @@ def plan_isochrones() -> AppTest:
     return at.switch_page(PLAN).run()
 
 
-def layers(at: AppTest) -> dict[str, dict]:
-    spec = json.loads(deck(at, f"{KEY}_map").proto.json)
-    return {layer["id"]: layer for layer in spec["layers"]}
+def layers(at: AppTest) -> dict[str, list[dict]]:
+    """What the map draws: ``zones``, ``markers`` and ``regions`` (whichever renderer)."""
+    chart = deck(at, f"{KEY}_map")
+    return {name: map_records(chart, name) for name in ("zones", "markers", "regions")}
 
 
 def drawn_levels(at: AppTest) -> list[float]:
-    return [f["properties"]["p"] for f in layers(at)["isochrones"]["data"]["features"]]
+    return [f["properties"]["p"] for f in layers(at)["regions"]]
 
 
 def expected(home, place, direction: str, within_min: float = 15.0, levels=(0.5, 0.9, 0.95)):
@@ -68,9 +79,11 @@ def test_opens_on_a_central_zone_with_three_nested_regions(vrvm_home):
     assert at.multiselect(key=f"{KEY}_levels").value == [0.5, 0.9, 0.95]
     shown = layers(at)
     # the regions under the clickable zones, the place marked A
-    ids = list(shown)
-    assert ids.index("isochrones") < ids.index("zones")
-    assert [m["name"] for m in shown["od-labels"]["data"]] == ["A"]
+    drawn = [
+        layer["data"]["name"] for layer in json.loads(deck(at, f"{KEY}_map").proto.spec)["layer"]
+    ]
+    assert drawn.index("under") < drawn.index("zone_shapes")
+    assert [m["name"] for m in shown["markers"]] == ["A"]
     result = expected(vrvm_home, place, "from")
     assert drawn_levels(at) == [level.probability for level in result.levels if level.n_zones]
     assert len(drawn_levels(at)) >= 2
@@ -81,7 +94,7 @@ def test_opens_on_a_central_zone_with_three_nested_regions(vrvm_home):
     assert [d.label for d in at.get("download_button")] == ["Download GeoJSON"]
     legend = " ".join(m.value for m in at.markdown)
     assert "P(arrive within 15 min) ≥ 90 %" in legend
-    tips = [z["tip"] for z in shown["zones"]["data"]]
+    tips = [z["tip"] for z in shown["zones"]]
     assert any("In the 95 % isochrone: P(arrive within 15 min) ≥ 95 %" in t for t in tips)
 
 
@@ -91,8 +104,8 @@ def test_direction_to_and_a_click_moves_the_place(vrvm_home):
     at.segmented_control(key=f"{KEY}_direction").set_value("to").run()
     no_exception(at)
     shown = layers(at)
-    assert [m["name"] for m in shown["od-labels"]["data"]] == ["B"]
-    assert any("From here to the place" in z["tip"] for z in shown["zones"]["data"])
+    assert [m["name"] for m in shown["markers"]] == ["B"]
+    assert any("From here to the place" in z["tip"] for z in shown["zones"])
     assert any("from the zone to the place" in c.value for c in at.caption)
     result = expected(vrvm_home, central_place(area), "to")
     table = table_with(at, "area (km²)")
@@ -124,7 +137,7 @@ def test_threshold_levels_and_no_levels(vrvm_home):
     at.multiselect(key=f"{KEY}_levels").set_value([]).run()
     no_exception(at)
     assert any("at least one probability" in i.value for i in at.info)
-    assert "isochrones" not in layers(at)
+    assert not layers(at)["regions"]
 
 
 def test_works_on_the_planners_polygons(vrvm_home):
@@ -135,8 +148,7 @@ def test_works_on_the_planners_polygons(vrvm_home):
     labels = at.selectbox(key=f"{KEY}_place").options
     assert "D1 · Downtown <b>Synthetica</b>" in labels
     assert at.selectbox(key=f"{KEY}_place").value in labels  # a polygon, not a hexagon
-    shown = layers(at)
-    assert shown["zones"]["@@type"] == "GeoJsonLayer"
+    assert draws_polygons(deck(at, f"{KEY}_map"))
     assert drawn_levels(at)  # at least the place's own polygon
     table = table_with(at, "area (km²)")
     assert (table["area (km²)"] > 0).any()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest
 
+from tests.app.test_pages import deck, map_records
 from vrvm import TravelTimeModel
 from vrvm.services.map.area import build_service_area
 from vrvm.services.map.support import origin_support
@@ -60,10 +60,7 @@ def test_thin_data_is_said_next_to_the_answer_and_faded_on_the_reach_map(vrvm_ho
     # the reach map fades the zones no trip from near the origin went to
     at.segmented_control(key="predict_mode").set_value("coverage").run()
     assert not at.exception
-    spec = json.loads(
-        next(d for d in at.get("deck_gl_json_chart") if d.key.startswith("od_map_")).proto.json
-    )
-    zones = next(layer for layer in spec["layers"] if layer["id"] == "zones")["data"]
+    zones = map_records(deck(at, "od_map"), "zones")
     thin = [z for z in zones if "Thin data" in z["tip"]]
     assert 0 < len(thin) < len(zones) == len(area.grid)
     assert all(z["fill"][3] <= 90 for z in thin)

@@ -102,6 +102,24 @@ def test_selection_by_index_only_and_coverage_mode(tiny_area):
     assert state.origin.zone == tiny_area.grid["zone"][7] and state.dest is None
 
 
+def test_vega_lite_selections_pick_zones_by_id(tiny_area):
+    """The canvas map's point selection names the zone itself (no positions)."""
+    zone = tiny_area.grid["zone"][12]
+    clicked = {"selection": {"zones": [{"zone": zone}]}}
+    assert zone_from_selection(clicked, tiny_area) == zone
+    assert zone_from_selection({"selection": {"zones": [{"zone": "nowhere"}]}}, tiny_area) is None
+    state = apply_map_selection(ODState(), clicked, tiny_area)
+    assert state.origin.zone == zone and state.dest is None
+    # the same selection re-sent on a rerun (a redrawn map) is not a new click
+    assert apply_map_selection(state, json.loads(json.dumps(clicked)), tiny_area) == state
+    other = {"selection": {"zones": [{"zone": tiny_area.grid["zone"][30]}]}}
+    state = apply_map_selection(state, other, tiny_area)
+    assert state.dest.zone == tiny_area.grid["zone"][30]
+    # an empty selection (a click off the zones) forgets the last one
+    state = apply_map_selection(state, {"selection": {"zones": []}}, tiny_area)
+    assert state.last_selection is None and state.complete
+
+
 def test_swap_and_clear(tiny_area):
     a = place_from_zone(tiny_area, tiny_area.grid["zone"][0])
     b = place_from_zone(tiny_area, tiny_area.grid["zone"][1])

@@ -203,12 +203,18 @@ def apply_map_click(state: ODState, place: Place, *, mode: str = "od") -> ODStat
 def zone_from_selection(
     selection: Mapping[str, Any] | None, area: ServiceArea, layer_id: str = "zones"
 ) -> str | None:
-    """The zone picked in a ``st.pydeck_chart`` selection event, or None.
+    """The zone picked in a map's selection event, or None.
 
-    Accepts the chart's state (``{"selection": {"indices": ..., "objects": ...}}``) or
-    its ``selection`` member. The picked object's ``zone`` (a record's, or a GeoJSON
-    feature's property) is used when present, else its index into the layer's data
-    (the service area's grid order).
+    Accepts the chart's state or its ``selection`` member, from either map:
+
+    * ``st.pydeck_chart``: ``{"selection": {"indices": {layer_id: [i]}, "objects":
+      {layer_id: [record]}}}``;
+    * ``st.vega_lite_chart`` with a point selection named ``layer_id`` over the field
+      ``zone``: ``{"selection": {layer_id: [{"zone": ...}]}}``.
+
+    The picked object's ``zone`` (a record's, a GeoJSON feature's property, or the
+    selected field) is used when present, else its index into the layer's data (the
+    service area's grid order).
     """
     if not selection:
         return None
@@ -216,6 +222,8 @@ def zone_from_selection(
     if not isinstance(inner, Mapping):
         return None
     objects = (inner.get("objects") or {}).get(layer_id) or []
+    if not objects and "indices" not in inner and isinstance(inner.get(layer_id), list):
+        objects = inner[layer_id]  # a Vega-Lite point selection: the picked field values
     if objects and isinstance(objects[0], Mapping):
         picked = objects[0]
         properties = picked.get("properties")
@@ -240,15 +248,19 @@ def _fingerprint(selection: Mapping[str, Any] | None) -> str | None:
 
     When the page redraws the map with new layer data (the origin coloured, a
     choropleth), the browser re-sends the same selection with the objects' new
-    properties; that is not a new click.
+    properties; that is not a new click. A Vega-Lite selection holds the picked zone
+    ids only (no indices), which a redraw does not change: they are the fingerprint.
     """
     if not selection:
         return None
     inner = selection.get("selection", selection)
     if not isinstance(inner, Mapping):
         return None
-    indices = {k: v for k, v in (inner.get("indices") or {}).items() if v}
-    return json.dumps(indices, sort_keys=True, default=str) if indices else None
+    if "indices" in inner or "objects" in inner:
+        picked = {k: v for k, v in (inner.get("indices") or {}).items() if v}
+    else:
+        picked = {k: v for k, v in inner.items() if isinstance(v, list) and v}
+    return json.dumps(picked, sort_keys=True, default=str) if picked else None
 
 
 def apply_map_selection(
