@@ -1,8 +1,10 @@
 """The answer for one origin-destination pair: numbers, density and time-of-day profile.
 
 The answer card is made to be shown: the answer as one sentence to copy (a code block's
-copy button), the density and the fan chart each with plotly's PNG export in its
-toolbar. The time-of-day profile depends on the trip and its day only, so it is cached
+copy button), the density and the fan chart, each drawn by Vega-Lite on a canvas
+(:mod:`app_ui.vega_charts`: no WebGL, no plotly bundle on the Predict page) with a PNG
+download button under it, the PNG drawn on the server when the button is clicked. The
+time-of-day profile depends on the trip and its day only, so it is cached
 (``st.cache_data``) and not recomputed while the clock time or the threshold change.
 """
 
@@ -13,7 +15,7 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from app_ui import charts, indices_view
+from app_ui import indices_view, vega_charts
 from app_ui.context import ModelContext, privacy_note
 from vrvm import TravelTimeModel
 from vrvm.services.answers import forecast
@@ -109,11 +111,14 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
 
     left, right = st.columns([3, 2])
     with left:
-        st.plotly_chart(
-            charts.density_figure(answer.density, result, synthetic=ctx.synthetic),
-            key=f"{key}_density",
-            width="stretch",
-            config=charts.export_config(f"travel_time_density_{local:%Y%m%d_%H%M}"),
+        _chart(
+            vega_charts.density_chart(
+                answer.density,
+                result,
+                file_name=f"travel_time_density_{local:%Y%m%d_%H%M}",
+                synthetic=ctx.synthetic,
+            ),
+            f"{key}_density",
         )
     with right:
         table = result.intervals.rename(
@@ -128,22 +133,21 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         st.dataframe(table.round(1), hide_index=True, key=f"{key}_intervals", width="stretch")
         show_quantiles(key, answer.quantiles)
         st.caption(
-            forecast.density_description(result.dist) + " Each chart's :material/photo_camera: "
-            "button saves it as a PNG; the sentence above has a copy button."
+            forecast.density_description(result.dist) + " Each chart's :material/download: "
+            "PNG button saves it as a picture; the sentence above has a copy button."
         )
 
-    st.plotly_chart(
-        charts.profile_figure(
+    _chart(
+        vega_charts.profile_chart(
             answer.profile,
             observed,
             departure_hour=local.hour + local.minute / 60.0,
+            file_name=f"travel_time_profile_{local:%Y%m%d}",
             rings=rings,
             synthetic=ctx.synthetic,
             summary=summary,
         ),
-        key=f"{key}_profile",
-        width="stretch",
-        config=charts.export_config(f"travel_time_profile_{local:%Y%m%d}"),
+        f"{key}_profile",
     )
     weekday = "weekend" if local.dayofweek >= 5 else "weekday"
     note = (
@@ -170,6 +174,23 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         note += " No training trip joins these two zones."
     st.caption(note)
     privacy_note(ctx)
+
+
+def _chart(chart: vega_charts.VegaChart, key: str) -> None:
+    """A chart drawn by Vega-Lite on a canvas and, under it, a button that downloads it as
+    a PNG (drawn on the server when clicked, named as plotly's export named it)."""
+    st.vega_lite_chart(chart.spec, key=key, width="stretch", height=vega_charts.HEIGHT)
+    st.download_button(
+        "PNG",
+        data=lambda: vega_charts.png_bytes(chart),
+        file_name=f"{chart.file_name}.png",
+        mime="image/png",
+        key=f"{key}_png",
+        on_click="ignore",
+        icon=":material/download:",
+        type="tertiary",
+        help="The chart as a picture for a slide.",
+    )
 
 
 def show_quantiles(key: str, quantiles: pd.DataFrame) -> None:

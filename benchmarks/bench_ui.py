@@ -43,7 +43,9 @@ by Streamlit's native charts beside plotly: swap, zone clicks where there is a m
 until the floor's trip line names the new trip), new tabs until the answer line is
 shown and until every map and chart is drawn, three fresh browser profiles, and the
 JavaScript and CSS bytes a new tab loads (decoded and transferred, the largest files).
-``--renderers-only`` times those alone (no page, no other floor).
+``--renderers-only`` times those alone (no page, no other floor); ``--only STEM`` (again
+for more) times only the floors of those scripts, e.g. ``--only answer_vegalite --only
+answer_only``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ from tools.browser import (  # noqa: E402 (after the path set-up)
     MAP_READY,
     PAINTED,
     RUNNING,
+    VEGA_DRAWN,
     WebsocketLog,
     answer_text,
     lnglat_to_pixel,
@@ -95,10 +98,6 @@ RENDERER_FLOORS = {
 FLOOR_ENV = {"STREAMLIT_SERVER_ENABLE_STATIC_SERVING": "true"}  # Leaflet from ui_floors/static
 LEAFLET = REPO / "benchmarks" / "ui_floors" / "static" / "leaflet.js"
 PLOTLY_DRAWN = "() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2"
-VEGA_DRAWN = (
-    'n => document.querySelectorAll(\'[data-testid="stVegaLiteChart"] canvas,'
-    ' [data-testid="stVegaLiteChart"] svg.marks\').length >= n'
-)
 LEAFLET_DRAWN = (
     "() => [...document.querySelectorAll('iframe')].some(f => { const d = f.contentDocument;"
     " return !!(d && d.querySelector('canvas.leaflet-zoom-animated')"
@@ -538,6 +537,13 @@ def main() -> None:
         action="store_true",
         help="time only the renderer floors of issue 37 (no page, no other floor)",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="STEM",
+        choices=sorted(Path(p).stem for p in [*FLOORS.values(), *RENDERER_FLOORS.values()]),
+        help="time only this floor app of ui_floors/ (its script's name; again for more)",
+    )
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -549,10 +555,12 @@ def main() -> None:
     with streamlit_server(home, log_path, timeout_s=120) as base, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            if not args.renderers_only:
+            if not (args.renderers_only or args.only):
                 summaries += bench_page(browser, shared_url(base, model, area), area, args)
-            if args.floors or args.renderers_only:
+            if args.floors or args.renderers_only or args.only:
                 floors = RENDERER_FLOORS if args.renderers_only else {**FLOORS, **RENDERER_FLOORS}
+                if args.only:
+                    floors = {k: v for k, v in floors.items() if Path(v).stem in args.only}
                 summaries += bench_floors(browser, home, area, args.repeats, floors)
         finally:
             browser.close()

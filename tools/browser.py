@@ -250,6 +250,13 @@ PICKED = (
 )
 """True while a map's tooltip names ``label``: the map has picked that zone on hover."""
 
+VEGA_DRAWN = (
+    'n => document.querySelectorAll(\'[data-testid="stVegaLiteChart"] canvas,'
+    ' [data-testid="stVegaLiteChart"] svg.marks\').length >= n'
+)
+"""True once at least ``n`` Vega-Lite charts are drawn (the Predict page's map, density
+and profile are three; their titles are drawn on the canvas, not in the page's text)."""
+
 NO_TOOLTIP = (
     "() => [...document.querySelectorAll('.deck-tooltip')].every(e => e.style.display === 'none')"
     " && !document.querySelector('.vg-tooltip.visible')"

@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO))
 from tools.browser import (  # noqa: E402 (after the path set-up)
     CHROMIUM,
     CHROMIUM_ARGS,
+    VEGA_DRAWN,
     click_zone,
     streamlit_server,
     two_zones,
@@ -97,14 +98,14 @@ def predict_and_coverage(url: str, home: Path, out: Path, prefix: str = "") -> N
         # a weekday morning peak, through a shared link
         page.goto(f"{url}/?t=2024-03-05T08:15&thr=20")
         page.wait_for_selector("canvas", timeout=180_000)
-        page.wait_for_timeout(8000)  # polygons take a while to draw in software WebGL
+        page.wait_for_timeout(3000)  # the map drawn
         canvas = page.locator("canvas").first
         box = canvas.bounding_box()
         for label, x, y in two_zones(home, box["width"], box["height"]):
             # polygons are picked slowly in software WebGL: hover longer before clicking
             click_zone(page, canvas, label, x, y, hover_ms=1200)
             page.wait_for_timeout(3000)  # the rerun redraws the map before the next click
-        page.get_by_text("Predictive distribution of the travel time").wait_for(timeout=30_000)
+        page.wait_for_function(VEGA_DRAWN, arg=3, timeout=30_000)  # map, density, profile
         page.wait_for_timeout(2500)
         shoot(page, out / f"{prefix}predict.png")
 
@@ -126,7 +127,7 @@ def plan_sections(url: str, out: Path, prefix: str = "") -> None:
         page.goto(f"{url}/Plan")
         page.get_by_text("Latest departure").first.wait_for(timeout=180_000)
         page.wait_for_selector("canvas", timeout=60_000)
-        page.wait_for_timeout(8000)  # polygons take a while to draw in software WebGL
+        page.wait_for_timeout(3000)  # the map drawn
         shoot(page, out / f"{prefix}plan_arrive.png")
         page.get_by_text("Fleet coverage").first.click()
         page.get_by_text("Rank the zones for one more base").click()

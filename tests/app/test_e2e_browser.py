@@ -28,6 +28,7 @@ from tools.browser import (
     CHANGED_ANSWER_JS,
     CHROMIUM,
     CHROMIUM_ARGS,
+    VEGA_DRAWN,
     WebsocketLog,
     answer_text,
     click_zone,
@@ -82,8 +83,8 @@ def test_click_two_zones_and_read_the_forecast(chromium, server, vrvm_home):
             canvas.wait_for(timeout=PAGE_MS)
             # a first visit opens on a busy trip, its answer shown, and says what to click
             page.get_by_text("press Swap for the way back").wait_for(timeout=PAGE_MS)
-            page.get_by_text("Predictive distribution of the travel time").wait_for(timeout=PAGE_MS)
-            wait_for_map(page, PAGE_MS)  # the canvas at its size, deck.gl set up on it
+            page.wait_for_function(VEGA_DRAWN, arg=3, timeout=PAGE_MS)  # map, density, profile
+            wait_for_map(page, PAGE_MS)  # the map's canvas at its size
             box = canvas.bounding_box()
             zones = two_zones(vrvm_home, box["width"], box["height"])
             # start from an empty pair: the first visit's trip may already show a zone
@@ -97,7 +98,7 @@ def test_click_two_zones_and_read_the_forecast(chromium, server, vrvm_home):
             )
             for (label, x, y), field in zip(zones, ("Origin (A)", "Destination (B)"), strict=True):
                 click_zone(page, canvas, label, x, y, field=field, timeout_ms=PAGE_MS)
-            page.get_by_text("Predictive distribution of the travel time").wait_for(timeout=PAGE_MS)
+            page.wait_for_function(VEGA_DRAWN, arg=3, timeout=PAGE_MS)  # map, density, profile
             assert page.get_by_text("P(arrive within 15 min)").count() >= 1
             before = answer_text(page)
             assert before.startswith(f"From {zones[0][0]} to {zones[1][0]}")

@@ -225,9 +225,11 @@ def test_a_first_visit_opens_on_a_busy_trip_with_its_answer(vrvm_home):
     assert sentence.startswith(f"From {origin.label} to {dest.label}, leaving ")
     assert "typically" in sentence and sentence.endswith("Synthetic data.")
     assert any("press Swap for the way back" in m.value for m in at.markdown)
-    for chart in at.get("plotly_chart"):  # plotly's own PNG export, named for the file
-        options = json.loads(chart.proto.config)["toImageButtonOptions"]
-        assert options["format"] == "png" and options["filename"].startswith("travel_time_")
+    # the two charts drawn on a canvas, each with a PNG button named for the chart
+    assert len(at.get("vega_lite_chart")) == 3  # the map, the density, the profile
+    pngs = [b for b in at.get("download_button") if b.key and b.key.endswith("_png")]
+    assert [b.proto.label for b in pngs] == ["PNG", "PNG"]
+    assert not at.get("plotly_chart")  # no plotly bundle on the Predict page
     # the Reach map opens on the busiest zone: the origin of the same trip
     at.segmented_control(key="predict_mode").set_value("coverage").run()
     no_exception(at)
@@ -250,7 +252,7 @@ def test_od_from_the_lists(vrvm_home):
     assert shown["Median"].endswith(" min") and shown["Mean"].endswith(" min")
     assert shown["80 % interval"].endswith(" min")
     assert shown["P(arrive within 15 min)"].endswith("%")
-    assert len(at.get("plotly_chart")) == 2  # density and time-of-day profile
+    assert len(at.get("vega_lite_chart")) == 3  # map, density and time-of-day profile
     intervals = table_with(at, "central interval")
     assert intervals["central interval"].tolist() == ["50 %", "80 %", "95 %"]
     assert {"o", "d", "t", "thr", "mode"} <= set(at.query_params)
@@ -266,7 +268,7 @@ def test_od_from_map_clicks(vrvm_home):
     at = click_zone(at, area, 400)
     no_exception(at)
     assert at.selectbox(key="od_dest").value == area.grid["label"][400]
-    assert "Median" in metrics(at) and len(at.get("plotly_chart")) == 2
+    assert "Median" in metrics(at) and len(at.get("vega_lite_chart")) == 3
     # the origin and destination are drawn as A and B
     markers = map_records(deck(at, "od_map"), "markers")
     assert [m["name"] for m in markers] == ["A", "B"]

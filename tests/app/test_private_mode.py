@@ -28,6 +28,7 @@ import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit")
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Dataframe
@@ -93,6 +94,11 @@ def page_data(at: AppTest, downloads: list[bytes]) -> list[tuple[str, str]]:
     for node in _nodes(at._tree):
         if isinstance(node, Dataframe):
             found.append(("table", node.value.to_csv()))
+        elif getattr(node, "type", None) == "vega_lite_chart":  # its data travel as Arrow
+            found.append((node.type, node.proto.spec))
+            for dataset in node.proto.datasets:
+                frame = convert_arrow_bytes_to_pandas_df(dataset.data.data)
+                found.append((f"chart's {dataset.name} data", frame.to_csv()))
         elif getattr(node, "proto", None) is not None:
             found.append((node.type, str(node.proto)))
     found += [("download", data.decode("utf-8", "replace")) for data in downloads]
@@ -136,7 +142,7 @@ def test_a_viewer_receives_no_training_trip_on_any_page(chicago_home, monkeypatc
     assert "Fewer than 5 observed training trips" in notes and "Private mode" in notes
     at.selectbox(key="od_origin").set_value(labels[busy[0]]).run()
     at.selectbox(key="od_dest").set_value(labels[busy[1]]).run()
-    profile = at.get("plotly_chart")[-1].proto.spec
+    profile = at.get("vega_lite_chart")[-1].proto.spec
     assert "observed trips, median and quartiles" in profile  # shown, as aggregates
     assert any("Boxes: the" in c.value for c in at.caption)
 
