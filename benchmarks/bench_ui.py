@@ -85,13 +85,13 @@ CHICAGO = REPO.parent / "shared" / "data" / "chicago_community_areas.geojson"
 FLOORS = {
     "Streamlit alone (a button, one line of text)": "benchmarks/ui_floors/streamlit_only.py",
     "the zone map alone": "benchmarks/ui_floors/map_only.py",
-    "the answer alone (controls, numbers, two charts)": "benchmarks/ui_floors/answer_only.py",
+    "the answer alone, plotly charts (before issue 37)": "benchmarks/ui_floors/answer_only.py",
 }
 RENDERER_FLOORS = {
     "zone map, deck.gl (WebGL), clickable": "benchmarks/ui_floors/map_deck.py",
     "zone map, Vega-Lite geoshape (canvas)": "benchmarks/ui_floors/map_vegalite.py",
     "zone map, Leaflet canvas (streamlit-folium)": "benchmarks/ui_floors/map_folium.py",
-    "answer, Vega-Lite charts (canvas)": "benchmarks/ui_floors/answer_vegalite.py",
+    "answer, Vega-Lite charts (canvas; the page's)": "benchmarks/ui_floors/answer_vegalite.py",
     "answer, Streamlit native charts": "benchmarks/ui_floors/answer_native.py",
 }
 """Issue 37: the same parts drawn by other renderers (swap, zone clicks, new tabs, bytes)."""

@@ -1,22 +1,15 @@
-"""The answer's two charts drawn by other renderers than plotly, for the floors of
-``bench_ui.py --floors`` (issue 37): Vega-Lite (``st.vega_lite_chart``, canvas renderer)
-and Streamlit's native charts (``st.line_chart``).
+"""The answer's two charts drawn by other renderers than the page's, for the floors of
+``bench_ui.py --floors`` (issue 37): plotly (the page's charts before issue 37) and
+Streamlit's native charts (``st.line_chart``).
 
-The same content as :func:`app_ui.charts.density_figure` and
-:func:`app_ui.charts.profile_figure` as far as each renderer can show it, from the same
-data (``answer.density``, ``answer.profile``, the observed trips). :func:`use` routes
-the two ``st.plotly_chart`` calls of :func:`app_ui.forecast_view.show` to one of them,
-so that everything else the answer shows (metrics, sentence, tables, captions) is the
-page's own, unchanged.
-
-Vega-Lite: the product's specs, :mod:`app_ui.vega_charts` (a constant layout, the
-answer in named datasets that Streamlit changes in place), each chart with a deferred
-PNG download button under it (the file drawn by vl-convert when clicked, named as
-plotly's export names it), as the Predict page would draw them. Streamlit's native
-charts show lines (and points, areas, bars) of columns only: no shaded interval bands,
-no vertical lines for the median, the threshold or the departure, no annotations, no
-title, no observed trips over the profile's lines; what they cannot show is said under
-them.
+The page draws them with Vega-Lite (:mod:`app_ui.vega_charts`, through
+``forecast_view``); :func:`use` routes those two charts to another renderer, from the
+same data (``answer.density``, ``answer.profile``, the observed trips), so that
+everything else the answer shows (metrics, sentence, tables, captions) is the page's
+own, unchanged. Streamlit's native charts show lines (and points, areas, bars) of
+columns only: no shaded interval bands, no vertical lines for the median, the threshold
+or the departure, no annotations, no title, no observed trips over the profile's lines;
+what they cannot show is said under them.
 """
 
 from __future__ import annotations
@@ -33,21 +26,6 @@ HEIGHT = vega_charts.HEIGHT
 
 def _rgba(alpha: float) -> str:
     return f"rgba(27, 79, 114, {alpha})"
-
-
-def _vega_lite(chart: vega_charts.VegaChart, key: str) -> None:
-    """The chart, and under it a button that downloads it as a PNG (drawn when clicked)."""
-    st.vega_lite_chart(chart.spec, key=key, width="stretch", height=HEIGHT)
-    st.download_button(
-        "PNG",
-        data=lambda: vega_charts.png_bytes(chart),
-        file_name=f"{chart.file_name}.png",
-        mime="image/png",
-        key=f"{key}_png",
-        on_click="ignore",
-        icon=":material/download:",
-        type="tertiary",
-    )
 
 
 def _native_density(curve: pd.DataFrame, forecast, synthetic: bool) -> None:
@@ -91,8 +69,8 @@ def _native_profile(profile: pd.DataFrame, synthetic: bool) -> None:
 
 
 class _Drawn:
-    """What a stand-in figure function returns: the chart to draw, for ``plotly_chart``
-    (``draw(key, file_name)``: the file name of plotly's export config)."""
+    """What a stand-in chart function puts in place of a Vega-Lite spec: the chart to draw
+    (``draw(key)``), for the ``vega_lite_chart`` stand-in."""
 
     def __init__(self, draw) -> None:
         self.draw = draw
@@ -101,55 +79,64 @@ class _Drawn:
 def use(renderer: str) -> None:
     """Route :func:`app_ui.forecast_view.show`'s two charts to ``renderer``.
 
-    ``"vega-lite"`` or ``"native"``. The view's ``charts`` and ``st`` are replaced in
-    that module by stand-ins: the figure functions return what to draw, and
-    ``plotly_chart`` draws it; every other call goes to Streamlit unchanged.
+    ``"plotly"`` or ``"native"``. The view's ``vega_charts`` and ``st`` are replaced in
+    that module by stand-ins: the chart functions return what to draw in place of a
+    spec, ``vega_lite_chart`` draws it, and the PNG buttons are left out (plotly has its
+    own export); every other call goes to Streamlit unchanged.
     """
-    if renderer not in ("vega-lite", "native"):
-        raise ValueError(f"renderer must be 'vega-lite' or 'native', not {renderer!r}")
+    if renderer not in ("plotly", "native"):
+        raise ValueError(f"renderer must be 'plotly' or 'native', not {renderer!r}")
 
-    def density_figure(curve, forecast, *, synthetic=False):
+    def density_chart(curve, forecast, *, file_name, synthetic=False):
         if renderer == "native":
-            return _Drawn(lambda key, name: _native_density(curve, forecast, synthetic))
-        return _Drawn(
-            lambda key, name: _vega_lite(
-                vega_charts.density_chart(curve, forecast, file_name=name, synthetic=synthetic),
-                key,
-            )
-        )
+            drawn = _Drawn(lambda key: _native_density(curve, forecast, synthetic))
+        else:
+            figure = charts.density_figure(curve, forecast, synthetic=synthetic)
+            drawn = _Drawn(lambda key: _plotly(figure, key, file_name))
+        return vega_charts.VegaChart(spec=drawn, file_name=file_name)
 
-    def profile_figure(
-        profile, observed, *, departure_hour, rings=0, synthetic=False, summary=None
+    def profile_chart(
+        profile, observed, *, departure_hour, file_name, rings=0, synthetic=False, summary=None
     ):
         if renderer == "native":
-            return _Drawn(lambda key, name: _native_profile(profile, synthetic))
-        return _Drawn(
-            lambda key, name: _vega_lite(
-                vega_charts.profile_chart(
-                    profile,
-                    observed,
-                    departure_hour=departure_hour,
-                    file_name=name,
-                    rings=rings,
-                    synthetic=synthetic,
-                    summary=summary,
-                ),
-                key,
+            drawn = _Drawn(lambda key: _native_profile(profile, synthetic))
+        else:
+            figure = charts.profile_figure(
+                profile,
+                observed,
+                departure_hour=departure_hour,
+                rings=rings,
+                synthetic=synthetic,
+                summary=summary,
             )
-        )
+            drawn = _Drawn(lambda key: _plotly(figure, key, file_name))
+        return vega_charts.VegaChart(spec=drawn, file_name=file_name)
 
-    def plotly_chart(figure, *, key, config=None, **_):
-        figure.draw(key, (config or {}).get("toImageButtonOptions", {}).get("filename", key))
+    def vega_lite_chart(spec, *, key=None, **kwargs):
+        if isinstance(spec, _Drawn):
+            return spec.draw(key)
+        return st.vega_lite_chart(spec, key=key, **kwargs)
 
-    forecast_view.charts = types.SimpleNamespace(
-        density_figure=density_figure,
-        profile_figure=profile_figure,
-        export_config=charts.export_config,
+    def download_button(label, data=None, *, key=None, **kwargs):
+        if key is not None and key.endswith("_png"):
+            return False  # the chart's PNG button: plotly's export, or none
+        return st.download_button(label, data, key=key, **kwargs)
+
+    forecast_view.vega_charts = types.SimpleNamespace(
+        density_chart=density_chart,
+        profile_chart=profile_chart,
+        VegaChart=vega_charts.VegaChart,
+        HEIGHT=vega_charts.HEIGHT,
     )
     forecast_view.st = types.SimpleNamespace(
         **{name: getattr(st, name) for name in dir(st) if not name.startswith("__")}
     )
-    forecast_view.st.plotly_chart = plotly_chart
+    forecast_view.st.vega_lite_chart = vega_lite_chart
+    forecast_view.st.download_button = download_button
+
+
+def _plotly(figure, key: str, file_name: str) -> None:
+    st.plotly_chart(figure, key=key, width="stretch", config=charts.export_config(file_name))
 
 
 __all__ = ["use"]

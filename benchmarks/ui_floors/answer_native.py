@@ -1,9 +1,9 @@
 """Floor of ``bench_ui.py --floors``: the Predict page's answer alone, its two charts drawn
-by Streamlit's native charts (``st.line_chart``) instead of plotly (issue 37).
+by Streamlit's native charts (``st.line_chart``) instead of Vega-Lite (issue 37).
 
 As ``answer_only.py``: the page's own trip controls and answer (``trip_controls.show``,
 ``forecast_view.show``) for the page's first-visit trip, Swap exchanging origin and
-destination; only the two ``st.plotly_chart`` calls draw otherwise
+destination; only the two charts are drawn otherwise
 (:func:`answer_charts.use`).
 """
 

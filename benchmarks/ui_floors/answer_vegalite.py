@@ -1,19 +1,14 @@
-"""Floor of ``bench_ui.py --floors``: the Predict page's answer alone, its two charts drawn
-by Vega-Lite (``st.vega_lite_chart``, canvas renderer) instead of plotly (issue 37).
+"""Floor of ``bench_ui.py --floors``: the Predict page's answer alone, as the page draws it
+(its two charts by Vega-Lite on a canvas, :mod:`app_ui.vega_charts`).
 
-As ``answer_only.py``: the page's own trip controls and answer (``trip_controls.show``,
-``forecast_view.show``) for the page's first-visit trip, Swap exchanging origin and
-destination; only the two ``st.plotly_chart`` calls draw otherwise
-(:func:`answer_charts.use`).
+The page's own trip controls and answer (``trip_controls.show``, ``forecast_view.show``)
+for the page's first-visit trip, Swap exchanging origin and destination.
 """
 
 import streamlit as st
-from answer_charts import use
 from trip import trip_with_swap
 
 from app_ui import context, forecast_view, trip_controls
-
-use("vega-lite")
 
 
 @st.fragment
