@@ -321,7 +321,9 @@ def zone_spec(
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v6.json",
         "height": height,
-        "padding": 0,
+        # every side given: Streamlit adds padding at the bottom of a spec that has none
+        # there, which would move the map off the view the clicks are computed from
+        "padding": {"left": 0, "top": 0, "right": 0, "bottom": 0},
         "autosize": {"type": "none"},
         "config": {"view": {"stroke": None}},
         "usermeta": {"embedOptions": {"renderer": "canvas"}},

@@ -281,6 +281,15 @@ def test_od_from_map_clicks(vrvm_home):
     at = click_zone(at, area, 30)
     assert at.selectbox(key="od_origin").value == area.grid["label"][30]
     assert at.selectbox(key="od_dest").value is None
+    # the pan-and-zoom map (deck.gl) is a new chart: the canvas map's last click is not
+    # read on it, and its clicks are applied the same way
+    at.toggle(key="settings_webgl_map_toggle").set_value(True).run()
+    no_exception(at)
+    assert deck(at, "od_map").type == "deck_gl_json_chart"
+    assert at.selectbox(key="od_origin").value == area.grid["label"][30]
+    at = click_zone(at, area, 250)
+    assert at.selectbox(key="od_dest").value == area.grid["label"][250]
+    assert "Median" in metrics(at)
 
 
 def test_swap_clear_and_typed_coordinates(vrvm_home):
