@@ -256,7 +256,7 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == FORMAT_VERSION == 8
+    assert manifest["format_version"] == FORMAT_VERSION == 9
     meta = manifest["metadata"]
     assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
     assert meta["noise_scale"]["twin"] == model.twin_scale_ == loaded.twin_scale_ > 0

@@ -14,12 +14,12 @@ from vrvm import TravelTimeModel, synthetic_city
 from vrvm.engine.calibration import PitMap
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.engine.recalibrated import RecalibratedMixture
+from vrvm.trips.model.own_durations import grid_crps
 from vrvm.trips.model.pair_offsets import ENDS
 from vrvm.trips.model.round_trips import (
     MIN_ROUND_TRIPS,
     SHRINKAGES,
     RoundTrips,
-    grid_crps,
     is_round_trip,
 )
 from vrvm.trips.store.model_dir import ModelFormatError

@@ -14,6 +14,7 @@ from vrvm.cli._output import ProgressBar, holdout_summary, print_report
 from vrvm.cli._reading import reading_options, zone_origin
 from vrvm.services.versions.models import default_model_name, model_name
 from vrvm.trips.files.reader import read_layout, read_trips
+from vrvm.trips.model.pair_durations import BANDS
 from vrvm.trips.model.split import split_holdout
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.store.model_dir import MODEL_FILE
@@ -122,6 +123,20 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             else "round trips: off ("
             + str(regime.score.get("off", "the members predict them as well"))
             + ")"
+        )
+    if (pairs := getattr(model, "pair_durations_", None)) is not None:
+        lines.append(
+            "pairs seen before: their own trips blended in ("
+            + ", ".join(
+                f"{lo}{'+' if hi is None else f'-{hi - 1}'} trips: h {h:g}, k {k:g}"
+                for lo, hi, h, k in zip(
+                    BANDS, [*BANDS[1:], None], pairs.bandwidth, pairs.shrinkage, strict=True
+                )
+                if np.isfinite(k)
+            )
+            + ")"
+            if pairs.active
+            else "pairs seen before: the members' own predictive (no band gained 2 %)"
         )
     two_stage = model.training_summary_.get("two_stage")
     if two_stage:

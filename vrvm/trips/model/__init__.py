@@ -7,6 +7,8 @@ the spread around them, online updates and the out-of-core sums of a two-stage f
 Public beside it: :mod:`~vrvm.trips.model.features` (kernel inputs),
 :mod:`~vrvm.trips.model.pair_offsets` (per-pair shrunk residual offsets),
 :mod:`~vrvm.trips.model.round_trips` (round trips from their start cells' rides),
+:mod:`~vrvm.trips.model.pair_durations` (pairs seen before from their own trips),
+:mod:`~vrvm.trips.model.own_durations` (what those two regimes share),
 :mod:`~vrvm.trips.model.training` (fitting from a file or store, part by part),
 :mod:`~vrvm.trips.model.model_format` (the saved form), :mod:`~vrvm.trips.model.snapping`
 (relevance vectors moved to zone centres) and :mod:`~vrvm.trips.model.split` (the one

@@ -25,7 +25,10 @@ without it loads with ``location_stage=False``. Version 7 added the spread's PIT
 ``recalibration``); a model saved without it loads with ``recalibration="none"``.
 Version 8 added the round-trip regime (``round_trips``: its resolution, bandwidth,
 shrinkage, weight, grid and score, and the arrays ``round__{log_s,cell}``); a model
-saved without it loads with ``round_trips=False`` and predicts as it did.
+saved without it loads with ``round_trips=False`` and predicts as it did. Version 9
+added the pairs' own durations (``pair_durations``: their resolution, bands, bandwidths,
+shrinkages, grid and score, and the arrays ``durations__{log_s,origin,dest}``); a model
+saved without them loads with ``pair_durations=False`` and predicts as it did.
 
 A loaded model is checked to be one that could have been fitted (issue 32): its arrays
 hold finite numbers (only the kernel widths of linear columns are NaN, and the fit's
@@ -49,6 +52,7 @@ from vrvm.trips.model._ensemble import RELEVANCE_TRIP_COLUMNS
 from vrvm.trips.model._spread import Spread
 from vrvm.trips.model.features import TripFeaturizer
 from vrvm.trips.model.location import LocationStage
+from vrvm.trips.model.pair_durations import PairDurations
 from vrvm.trips.model.pair_offsets import PairOffsets
 from vrvm.trips.model.round_trips import RoundTrips
 from vrvm.trips.store.model_dir import ModelFormatError, load_model_dir, save_model_dir
@@ -59,11 +63,13 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load_model", "save_model"]
 FORMAT_NAME = "vrvm.TravelTimeModel"
 # 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None;
 # 4: the zone-pair offsets, absent is none; 5: twin scales; 6: the location stage;
-# 7: the PIT map (noise_scale.pit_map), absent is none; 8: the round-trip regime
-FORMAT_VERSION = 8
+# 7: the PIT map (noise_scale.pit_map), absent is none; 8: the round-trip regime;
+# 9: the pairs' own durations
+FORMAT_VERSION = 9
 _PAIRS = "pairs"  # prefix of the pair offsets' arrays
 _LOCATION = "location"  # prefix of the location stage's arrays
 _ROUND = "round"  # prefix of the round-trip regime's arrays
+_DURATIONS = "durations"  # prefix of the pairs' own durations' arrays
 N_SELF_CHECK = 32
 """Relevance trips a loaded model must predict sanely (spread over its members)."""
 SANE_FACTOR = 1000.0
@@ -114,6 +120,10 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
     if (regime := getattr(model, "round_trips_", None)) is not None:
         round_meta, round_arrays = regime.to_state()
         arrays.update({f"{_ROUND}__{key}": value for key, value in round_arrays.items()})
+    durations_meta = None
+    if (pairs := getattr(model, "pair_durations_", None)) is not None:
+        durations_meta, durations_arrays = pairs.to_state()
+        arrays.update({f"{_DURATIONS}__{key}": value for key, value in durations_arrays.items()})
     metadata = {
         "params": _json_params(model),
         "n_members": len(model.members_),
@@ -134,6 +144,7 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
         "pair_offsets": pair_meta,
         "location_stage": location_meta,
         "round_trips": round_meta,
+        "pair_durations": durations_meta,
         "n_updates": int(model.n_updates_),
         "update_history": list(model.update_history_),
         "members": member_meta,
@@ -151,6 +162,7 @@ _NOUNS = {
     "pair_offsets": "pair-offset",
     "location_stage": "location-stage",
     "round_trips": "round-trip",
+    "pair_durations": "pair-duration",
 }
 
 
@@ -186,6 +198,7 @@ def load_model(cls, path: str | os.PathLike[str]):
         pair_arrays: dict[str, np.ndarray] = {}
         location_arrays: dict[str, np.ndarray] = {}
         round_arrays: dict[str, np.ndarray] = {}
+        durations_arrays: dict[str, np.ndarray] = {}
         for key, value in arrays.items():
             prefix, sep, name = key.partition("__")
             if prefix == _PAIRS and sep:
@@ -196,6 +209,9 @@ def load_model(cls, path: str | os.PathLike[str]):
                 continue
             if prefix == _ROUND and sep:
                 round_arrays[name] = value
+                continue
+            if prefix == _DURATIONS and sep:
+                durations_arrays[name] = value
                 continue
             index = int(prefix[1:]) if prefix[1:].isdigit() else -1
             if not (sep and prefix[:1] == "m" and 0 <= index < n_members):
@@ -224,10 +240,13 @@ def load_model(cls, path: str | os.PathLike[str]):
         model.metrics_ = meta["metrics"]
         model.n_updates_ = int(meta.get("n_updates", 0))
         model.update_history_ = list(meta.get("update_history", []))
-        # collaborators added in formats 4, 6 and 8 (None before, or fitted without)
+        # collaborators added in formats 4, 6, 8 and 9 (None before, or fitted without)
         model.pair_offsets_ = _owned(model, meta, "pair_offsets", pair_arrays, PairOffsets)
         model.location_ = _owned(model, meta, "location_stage", location_arrays, LocationStage)
         model.round_trips_ = _owned(model, meta, "round_trips", round_arrays, RoundTrips)
+        model.pair_durations_ = _owned(
+            model, meta, "pair_durations", durations_arrays, PairDurations
+        )
         # parameters added in format 2 take their format-1 behaviour when absent
         model.distance_in_kernel = bool(model.featurizer_.distance_in_kernel)
         scale = meta.get("noise_scale")

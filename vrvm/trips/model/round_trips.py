@@ -55,13 +55,15 @@ import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
-from scipy import special
 
-from vrvm.engine.calibration import held_out_pits
 from vrvm.engine.mixture import MixtureDistribution
-from vrvm.engine.recalibrated import RecalibratedMixture
-from vrvm.trips.model._ensemble import degrees_of_freedom, member_loc_scale
 from vrvm.trips.model.location import SAME_PLACE_KM
+from vrvm.trips.model.own_durations import (
+    grid_crps,
+    held_out_cdf,
+    kernels,
+    replace_components,
+)
 from vrvm.trips.places.geo import haversine_km
 from vrvm.trips.places.zones import latlng_to_cell_ints
 
@@ -73,7 +75,6 @@ __all__ = [
     "WEIGHTS",
     "RoundTrips",
     "fit_model_round_trips",
-    "grid_crps",
     "is_round_trip",
 ]
 
@@ -93,9 +94,6 @@ WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 GRID_POINTS = 512
 #: The grid reaches this far (log seconds) beyond the training round trips' durations.
 GRID_MARGIN = 3.0
-#: Points between the lowest and highest quantile of a round trip's blend where it is
-#: tabulated (:meth:`RoundTrips.apply`).
-BLEND_POINTS = 32
 #: Training round trips (at most) the choice of h, k and w is scored on.
 FIT_ROWS = 2000
 #: Trips whose kernels are evaluated at once.
@@ -116,47 +114,6 @@ def is_round_trip(o_lat, o_lon, d_lat, d_lon) -> np.ndarray:
         np.asarray(d_lat, np.float64),
         np.asarray(d_lon, np.float64),
     ) < (SAME_PLACE_KM)
-
-
-def grid_crps(cdf: np.ndarray, grid: np.ndarray, log_y: np.ndarray) -> np.ndarray:
-    """CRPS (seconds) of cdfs tabulated on the log-seconds ``grid`` (rows of ``cdf``, one
-    per observation) at observations ``exp(log_y)``: the integral over t = exp(grid) of
-    (F(t) - 1{t >= y})^2 by the trapezoid rule.
-
-    Examples
-    --------
-    >>> grid = np.linspace(0.0, np.log(1e4), 4001)
-    >>> point = (grid[None, :] >= np.log(100.0)).astype(float)   # all mass at 100 s
-    >>> float(grid_crps(point, grid, np.log([130.0]))[0].round(0))  # |130 - 100|
-    30.0
-    """
-    t = np.exp(grid)
-    step = (grid[None, :] >= np.asarray(log_y, np.float64)[:, None]).astype(np.float64)
-    return np.trapezoid((cdf - step) ** 2, t, axis=1)
-
-
-def _kernels(y: np.ndarray, grid: np.ndarray, h: float) -> np.ndarray:
-    """Phi((grid - y_j) / h), shape (len(y), len(grid))."""
-    return special.ndtr((grid[None, :] - y[:, None]) / h)
-
-
-def _interpolate_levels(cdf: np.ndarray, grid: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """The grid points where each row of the (increasing) ``cdf`` reaches each level,
-    linearly interpolated: shape (len(levels), rows). ``grid``: one for all rows, or one
-    per row (the shape of ``cdf``)."""
-    grid = np.broadcast_to(grid, cdf.shape)
-    out = np.empty((levels.size, cdf.shape[0]))
-    last = cdf.shape[1] - 1
-    for start in range(0, cdf.shape[0], _BLOCK // 8):  # (rows, levels, points) at once
-        rows = np.arange(start, min(start + _BLOCK // 8, cdf.shape[0]))[:, None]
-        hi = np.clip((cdf[rows[:, 0], None, :] < levels[None, :, None]).sum(axis=2), 1, last)
-        lo = hi - 1
-        f_lo, f_hi = cdf[rows, lo], cdf[rows, hi]
-        span = f_hi - f_lo
-        frac = np.divide(levels[None, :] - f_lo, span, out=np.zeros_like(span), where=span > 0)
-        frac = np.clip(frac, 0.0, 1.0)
-        out[:, rows[:, 0]] = (grid[rows, lo] + frac * (grid[rows, hi] - grid[rows, lo])).T
-    return out
 
 
 class RoundTrips:
@@ -194,8 +151,7 @@ class RoundTrips:
     >>> rng = np.random.default_rng(0)
     >>> lat = np.repeat([37.770, 37.780], 40); lon = np.full(80, -122.41)
     >>> log_s = np.where(lat > 37.775, 7.0, 5.0) + rng.normal(0, 0.3, 80)
-    >>> model_cdf = lambda rows, grid: special.ndtr((grid[None, :] - 6.0) / 1.5
-    ...                                             ).repeat(rows.size, axis=0)
+    >>> model_cdf = lambda rows, grid: kernels(np.full(rows.size, 6.0), grid, 1.5)
     >>> regime = RoundTrips().fit(lat, lon, log_s, model_cdf)
     >>> regime.weight > 0.5, regime.shrinkage < 8
     (True, True)
@@ -294,7 +250,7 @@ class RoundTrips:
         """(k, R without the trip itself) of the round trips ``rows`` for every k of
         :data:`SHRINKAGES`: R_c and R_0 each less the trip's own kernel."""
         n = self.log_s.size
-        own = _kernels(self.log_s[rows], grid, h)
+        own = kernels(self.log_s[rows], grid, h)
         total = self._kernel_sum(self.log_s, grid, h)
         codes, sums, counts = self._cell_sums(self.cell[rows], grid, h)
         common = (total[None, :] - own) / (n - 1)
@@ -310,7 +266,7 @@ class RoundTrips:
         """sum_j Phi((grid - y_j) / h), block by block."""
         total = np.zeros(grid.size)
         for start in range(0, log_s.size, _BLOCK):
-            total += _kernels(log_s[start : start + _BLOCK], grid, h).sum(axis=0)
+            total += kernels(log_s[start : start + _BLOCK], grid, h).sum(axis=0)
         return total
 
     def _cell_sums(self, cells: np.ndarray, grid: np.ndarray, h: float):
@@ -324,7 +280,7 @@ class RoundTrips:
         rows = np.flatnonzero(inside)
         for start in range(0, rows.size, _BLOCK):
             block = rows[start : start + _BLOCK]
-            np.add.at(sums, at[block], _kernels(self.log_s[block], grid, h))
+            np.add.at(sums, at[block], kernels(self.log_s[block], grid, h))
         np.add.at(counts, at[rows], 1.0)
         return codes.reshape(-1), sums, counts
 
@@ -357,63 +313,17 @@ class RoundTrips:
 
     def apply(self, dist: MixtureDistribution, o_lat, o_lon, d_lat, d_lon):
         """The model's predictive ``dist`` (log transform) with its round trips' components
-        replaced by the regime's (see the module's docstring); ``dist`` itself when the
-        regime is off or no query is a round trip."""
+        replaced by the regime's blend
+        (:func:`~vrvm.trips.model.own_durations.replace_components`, scale h); ``dist``
+        itself when the regime is off or no query is a round trip."""
         mask = is_round_trip(o_lat, o_lon, d_lat, d_lon)
         if not (self.active and mask.any()):
             return dist
         if dist.transform != "log":
             raise ValueError("round trips: the regime needs a predictive of log seconds")
         cols = np.flatnonzero(mask)
-        n_components = dist.n_components
-        levels = (np.arange(n_components) + 0.5) / n_components
-        pit_map = getattr(dist, "pit_map", None)
-        if pit_map is not None:  # G o F of the new components is K
-            levels = pit_map.cdf(levels)
-        grid = self.grid()
         regime = self._regime_on_grid(self.cells(np.asarray(o_lat)[cols], np.asarray(o_lon)[cols]))
-        regime = np.maximum.accumulate(regime, axis=1)
-        if self.weight >= 1:
-            at = _interpolate_levels(regime, grid, levels)
-        else:
-            at = self._blend_levels(dist[cols], regime, grid, levels)
-        loc = np.array(dist.loc, dtype=np.float64)
-        scale = np.array(np.broadcast_to(dist.scale, loc.shape), dtype=np.float64)
-        loc[:, cols] = at
-        scale[:, cols] = self.bandwidth
-        if isinstance(dist, RecalibratedMixture):
-            return RecalibratedMixture(
-                loc,
-                scale,
-                dist.df,
-                dist.transform,
-                n_members=dist.n_members,
-                pit_map=dist.pit_map,
-                groups=dist.groups,
-            )
-        return MixtureDistribution(loc, scale, dist.df, dist.transform, n_members=dist.n_members)
-
-    def _blend_levels(self, model, regime, grid, levels) -> np.ndarray:
-        """log K^-1 at ``levels`` (shape (len(levels), rows)) of K = w R + (1 - w) H, R
-        tabulated on ``grid`` and H the predictive ``model`` of the same rows.
-
-        K^-1(p) lies between R^-1(p) and H^-1(p), so every level's lies between the
-        smaller of the two quantiles at the lowest level and the larger at the highest:
-        K is tabulated on :data:`BLEND_POINTS` points of that bracket, row by row: the
-        members' Student-t cdfs are most of the cost (on the whole grid of 512 points,
-        Chicago's predictions cost 3.3 times the model's; on 32 points of the bracket,
-        1.5 times, with the same CRPS to 0.001 s).
-        """
-        ends = levels[[0, -1]]
-        regime_ends = _interpolate_levels(regime, grid, ends)
-        with np.errstate(divide="ignore"):
-            model_ends = np.log(model.ppf(ends[:, None]))
-        low = np.minimum(regime_ends[0], model_ends[0])
-        high = np.maximum(regime_ends[1], model_ends[1])
-        x = low[:, None] + (high - low)[:, None] * np.linspace(0.0, 1.0, BLEND_POINTS)[None, :]
-        regime_x = np.stack([np.interp(x[j], grid, regime[j]) for j in range(x.shape[0])])
-        blend = self.weight * regime_x + (1.0 - self.weight) * model.cdf(np.exp(x.T)).T
-        return _interpolate_levels(np.maximum.accumulate(blend, axis=1), x, levels)
+        return replace_components(dist, cols, regime, self.grid(), self.weight, self.bandwidth)
 
     # ------------------------------------------------------------------ updates
     def learn(self, o_lat, o_lon, d_lat, d_lon, log_s) -> int:
@@ -482,38 +392,14 @@ def fit_model_round_trips(model, data, loo: np.ndarray, seed: int) -> RoundTrips
     """A fitted model's round-trip regime from its training trips (None with fewer than
     two members or ``target="seconds"``).
 
-    ``data`` is what :meth:`TravelTimeModel.fit_trips` kept (features ``X``, targets
-    ``y`` after the location stage's out-of-fold offsets, distances ``d``,
-    ``shard_of_row`` and ``raw`` with the ends and travel times), ``loo`` the training
-    trips' leave-one-out pair offsets. The model's held-out cdf of a round trip is that
-    of the members that did not see it (:func:`~vrvm.engine.calibration.held_out_pits`,
-    under the spread), read through the PIT map.
+    ``data`` is what :meth:`TravelTimeModel.fit_trips` kept, ``loo`` the training trips'
+    leave-one-out pair offsets; the model's held-out cdf of a round trip is
+    :func:`~vrvm.trips.model.own_durations.held_out_cdf`'s.
     """
-    predictors = model.member_predictors()
-    n_members = len(predictors)
-    if n_members < 2 or model.target != "log":
-        return None
     o_lat, o_lon, d_lat, d_lon = data.raw[:, :4].T
     rows = np.flatnonzero(is_round_trip(o_lat, o_lon, d_lat, d_lon))
+    model_cdf = held_out_cdf(model, data, loo, rows)
+    if model_cdf is None:
+        return None
     log_t = np.log(data.raw[rows, 5])
-    # log t less the members' target: the stage's out-of-fold offset; plus the pair offsets
-    shift = log_t - data.y[rows] + loo[rows]
-    spread = model.spread_
-
-    def model_cdf(sub: np.ndarray, grid: np.ndarray) -> np.ndarray:
-        r = rows[sub]
-        loc, scale = member_loc_scale(predictors, data.X[r], data.d[r])
-        loc = loc + shift[sub][None, :]
-        scale = spread.scaled(scale, data.d[r])
-        held_out = data.shard_of_row[r][None, :] != np.arange(n_members)[:, None]
-        df = degrees_of_freedom(predictors)
-        cdf = np.stack(
-            [
-                held_out_pits(loc, scale, np.full(r.size, g), held_out, df, twin=spread.twin)
-                for g in grid
-            ],
-            axis=1,
-        )
-        return cdf if spread.pit_map is None else spread.pit_map.cdf(cdf)
-
     return RoundTrips().fit(o_lat[rows], o_lon[rows], log_t, model_cdf, random_state=seed)

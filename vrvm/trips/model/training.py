@@ -64,6 +64,7 @@ from vrvm.trips.model._outofcore import (
     part_statistics,
     sample_part,
 )
+from vrvm.trips.model.pair_durations import fit_model_pair_durations
 from vrvm.trips.model.pair_offsets import PairOffsets, offset_resolutions, out_of_shard_residual
 from vrvm.trips.model.round_trips import fit_model_round_trips
 from vrvm.trips.table import check_trips, trip_provenance
@@ -285,6 +286,8 @@ def fit_dataset(
         )
         if model.round_trips:  # round trips from the sample's, as the spread
             model.round_trips_ = fit_model_round_trips(model, fitted, loo, seeds.noise_scale)
+        if model.pair_durations:  # the sample's pairs, as the round trips
+            model.pair_durations_ = fit_model_pair_durations(model, fitted, loo, seeds.noise_scale)
     _second_stage(model, total, fitted, train, provenance, spec, dataset, weight)
     model.fit_time_s_ = time.perf_counter() - started
     report_all = combine_reports(total.reports) if total.reports else None
