@@ -13,10 +13,11 @@ The projection is deck.gl's initial view (:attr:`ServiceArea.view`): Web Mercato
 a 512-pixel world at zoom ``z`` is d3's ``mercator`` with scale ``512 * 2**z / (2 pi)``,
 centred in the chart; so a zone is at the same pixel on either map.
 
-Data: the zone shapes and the boundaries are GeoJSON datasets that do not change while
-the page is used; the zones' fills, labels and tooltips (``zone_info``), the origin and
-destination (``od``) and the markers are small tables joined to the shapes by zone id,
-so that a click or a swap changes only them.
+Data: the zone shapes (hexagons as a table of their corners, a planner's polygons as
+GeoJSON) and the boundaries (GeoJSON) do not change while the page is used; the zones'
+fills, labels and tooltips (``zone_info``), the origin and destination (``od``) and the
+markers are small tables joined to the shapes by zone id, so that a click or a swap
+changes only them.
 
 Clicks: the zones are drawn a second time on top of everything, transparent, and only
 that layer takes the pointer (hover highlight, tooltip, click): a point selection,
@@ -103,21 +104,48 @@ def for_d3(geometry: dict) -> dict:
     return {"type": kind, "coordinates": fixed[0] if kind == "Polygon" else fixed}
 
 
-def _geometries(area: ServiceArea) -> tuple[list[dict], dict[str, list[dict]]]:
-    """The zone shapes (features with a ``zone`` property, grid order) and the styled
-    boundary features, made once per area (they are the spec's bulk)."""
+def _geometries(area: ServiceArea) -> tuple[pd.DataFrame | list[dict], dict[str, list[dict]]]:
+    """The zone shapes in grid order and the styled boundary features, made once per area
+    (they are the spec's bulk).
+
+    Hexagons are a table (``zone``, the corners ``x0``..``x5``, ``y0``..``y5``): Streamlit
+    sends it as Arrow and Vega makes each polygon (:data:`_HEXAGON`), where GeoJSON in the
+    spec is turned into JSON and back five times a rerun by Streamlit (71 ms for 773
+    zones). A planner's polygons, of any shape, are GeoJSON features with a ``zone``
+    property.
+    """
     cached = _GEOMETRY_CACHE.get(id(area))
     if cached is not None and cached[0]() is area:
         return cached[1], cached[2]
-    zones = []
-    for i, zone in enumerate(area.grid["zone"].astype(str)):
-        if area.shapes is not None:
-            geometry = area.shapes[i]
-        else:
-            geometry = {"type": "Polygon", "coordinates": [area.grid["boundary"].iloc[i]]}
-        zones.append(
+    ids = area.grid["zone"].astype(str).tolist()
+    if area.shapes is not None:
+        zones = [
             {"type": "Feature", "geometry": for_d3(geometry), "properties": {"zone": zone}}
-        )
+            for zone, geometry in zip(ids, area.shapes, strict=True)
+        ]
+    else:
+        rings = [
+            for_d3({"type": "Polygon", "coordinates": [ring]})["coordinates"][0][:-1]
+            for ring in area.grid["boundary"]
+        ]
+        if all(len(ring) == 6 for ring in rings):  # no H3 pentagon among them
+            corners = np.asarray(rings, dtype=np.float64)  # (zones, 6, lon/lat)
+            zones = pd.DataFrame(
+                {
+                    "zone": ids,
+                    **{f"x{i}": corners[:, i, 0] for i in range(6)},
+                    **{f"y{i}": corners[:, i, 1] for i in range(6)},
+                }
+            )
+        else:
+            zones = [
+                {
+                    "type": "Feature",
+                    "geometry": {"type": "Polygon", "coordinates": [[*ring, ring[0]]]},
+                    "properties": {"zone": zone},
+                }
+                for zone, ring in zip(ids, rings, strict=True)
+            ]
     boundaries = {}
     for kind, collection in boundary_layers(area.boundaries).items():
         styled = maps.styled_boundaries(collection, kind)["features"]
@@ -157,14 +185,33 @@ def _geo_layer(name: str, **mark) -> dict:
     return {"data": {"name": name}, "mark": {"type": "geoshape", **mark}}
 
 
-def _zone_lookup(fields: list[str]) -> list[dict]:
-    return [
-        {"calculate": "datum.properties.zone", "as": "zone"},
-        {
-            "lookup": "zone",
-            "from": {"data": {"name": "zone_info"}, "key": "zone", "fields": fields},
-        },
-    ]
+_HEXAGON = (
+    "{type: 'Polygon', coordinates: [["
+    + ", ".join(f"[datum.x{i}, datum.y{i}]" for i in (0, 1, 2, 3, 4, 5, 0))
+    + "]]}"
+)
+"""A Vega expression: a hexagon's GeoJSON polygon from its corners' columns."""
+
+
+def _shape_layer(zones, lookup: list[str] | None = None, **mark) -> dict:
+    """A layer drawing every zone's shape, with ``zone`` in each datum and, if given, the
+    ``lookup`` fields of ``zone_info`` joined to it."""
+    layer = _geo_layer("zone_shapes", **mark)
+    if isinstance(zones, pd.DataFrame):  # hexagons: made from their corners
+        transform = [{"calculate": _HEXAGON, "as": "geo"}]
+        layer["encoding"] = {"shape": {"field": "geo", "type": "geojson"}}
+    else:
+        transform = [{"calculate": "datum.properties.zone", "as": "zone"}]
+        layer["encoding"] = {}
+    if lookup:
+        transform.append(
+            {
+                "lookup": "zone",
+                "from": {"data": {"name": "zone_info"}, "key": "zone", "fields": lookup},
+            }
+        )
+    layer["transform"] = transform
+    return layer
 
 
 _TOOLTIP = [
@@ -230,11 +277,8 @@ def zone_spec(
             for f in under
         ]
         layers.append(_boundary_layer("under", filled=True, fields=("fill", "line", 1.5)))
-    zone_layer = _geo_layer("zone_shapes", stroke=_ZONE_LINE, strokeWidth=0.8, tooltip=None)
-    zone_layer.update(
-        transform=_zone_lookup(["fill"]),
-        encoding={"fill": {"field": "fill", "type": "nominal", "scale": None}},
-    )
+    zone_layer = _shape_layer(zones, ["fill"], stroke=_ZONE_LINE, strokeWidth=0.8, tooltip=None)
+    zone_layer["encoding"]["fill"] = {"field": "fill", "type": "nominal", "scale": None}
     layers.append(zone_layer)
     for kind in ("lines", "points"):
         if boundaries.get(kind):
@@ -251,20 +295,17 @@ def zone_spec(
         },
         columns=["zone", "line", "odfill"],
     )
-    od_layer = _geo_layer("zone_shapes", strokeWidth=4, tooltip=None)
-    od_layer.update(
-        transform=[
-            {"calculate": "datum.properties.zone", "as": "zone"},
-            {
-                "lookup": "zone",
-                "from": {"data": {"name": "od"}, "key": "zone", "fields": ["line", "odfill"]},
-            },
-            {"filter": "isValid(datum.line)"},
-        ],
-        encoding={
-            "fill": {"field": "odfill", "type": "nominal", "scale": None},
-            "stroke": {"field": "line", "type": "nominal", "scale": None},
+    od_layer = _shape_layer(zones, strokeWidth=4, tooltip=None)
+    od_layer["transform"] += [
+        {
+            "lookup": "zone",
+            "from": {"data": {"name": "od"}, "key": "zone", "fields": ["line", "odfill"]},
         },
+        {"filter": "isValid(datum.line)"},
+    ]
+    od_layer["encoding"].update(
+        fill={"field": "odfill", "type": "nominal", "scale": None},
+        stroke={"field": "line", "type": "nominal", "scale": None},
     )
     layers.append(od_layer)
     datasets["markers"] = _marker_table(area, state, markers)
@@ -298,23 +339,17 @@ def zone_spec(
     # on top of everything, the zones again, transparent: they alone take the pointer
     # (hover, tooltip, click), as on the deck.gl map, whose outlines and markers are not
     # pickable: a click on a marker picks the zone beneath the pointer
-    hits = _geo_layer("zone_shapes", fill="transparent", strokeOpacity=0)
-    hits.update(
-        transform=_zone_lookup(["label", "tip"]),
-        params=[
-            {"name": PICK, "select": {"type": "point", "fields": ["zone"]}},
-            {
-                "name": HOVER,
-                "select": {"type": "point", "fields": ["zone"], "on": "pointerover"},
-            },
-        ],
-        encoding={
-            "fill": {
-                "condition": {"param": HOVER, "empty": False, "value": _HOVER_FILL},
-                "value": "transparent",
-            },
-            "tooltip": _TOOLTIP,
+    hits = _shape_layer(zones, ["label", "tip"], fill="transparent", strokeOpacity=0)
+    hits["params"] = [
+        {"name": PICK, "select": {"type": "point", "fields": ["zone"]}},
+        {"name": HOVER, "select": {"type": "point", "fields": ["zone"], "on": "pointerover"}},
+    ]
+    hits["encoding"].update(
+        fill={
+            "condition": {"param": HOVER, "empty": False, "value": _HOVER_FILL},
+            "value": "transparent",
         },
+        tooltip=_TOOLTIP,
     )
     layers.append(hits)
     view = area.view

@@ -61,8 +61,10 @@ def test_the_zones_their_fills_tips_and_the_boundaries(tiny_area, od):
     # the tips are written for deck.gl's HTML tooltip; Vega's shows text
     assert info["tip"].tolist() == [html.unescape(t) for t in drawn["tip"]]
     assert info["label"].tolist() == tiny_area.grid["label"].tolist()
+    # hexagons travel as a table of their corners (Arrow), made into polygons by Vega
     shapes = spec["datasets"]["zone_shapes"]
-    assert [f["properties"]["zone"] for f in shapes] == info["zone"].tolist()
+    assert shapes["zone"].tolist() == info["zone"].tolist()
+    assert "{type: 'Polygon'" in json.dumps(spec["layer"])
     # the synthetic city's river, highway and bridges, styled as on the deck.gl map
     assert spec["datasets"]["lines"] and spec["datasets"]["areas"]
     # A and B: outlined and marked, each marker naming its zone
@@ -85,6 +87,19 @@ def test_only_the_top_layer_takes_the_pointer(tiny_area, od):
     for layer in layers[:-1]:
         assert "params" not in layer
         assert layer["mark"].get("tooltip", "none") is None  # no tooltip below the top
+
+
+def test_hexagon_corners_are_clockwise_and_the_hexagons(tiny_area):
+    """Each zone's six corners, in d3-geo's order (clockwise in longitude, latitude), are
+    its H3 hexagon's (rounded to 1e-5 degrees)."""
+    shapes = vega_maps.zone_spec(tiny_area, ODState())["datasets"]["zone_shapes"]
+    x = shapes[[f"x{i}" for i in range(6)]].to_numpy()
+    y = shapes[[f"y{i}" for i in range(6)]].to_numpy()
+    twice_area = np.sum(x * np.roll(y, -1, axis=1) - np.roll(x, -1, axis=1) * y, axis=1)
+    assert (twice_area < 0).all()
+    for row in (0, len(shapes) // 2):
+        corners = {(round(a, 5), round(b, 5)) for a, b in tiny_area.grid["boundary"][row]}
+        assert set(zip(x[row], y[row], strict=True)) == corners
 
 
 def test_ring_orientation_for_d3():
