@@ -49,13 +49,13 @@ reader takes either map's selection."""
 
 HOVER = "hover"
 MAX_ZONES = 5000
-"""Above this many zones the map is drawn by deck.gl: a Vega-Lite spec holds every
-zone's outline as GeoJSON and is sent on every click."""
+"""Above this many zones the map is drawn by deck.gl: Vega draws every zone three times
+(fill, outline and the transparent layer that takes the pointer) on each rerun."""
 
 _DIGITS = 5  # 1e-5 degrees, about 1 m: the outlines' precision on the canvas
 _ZONE_LINE = "rgba(90,90,90,0.55)"
 _HOVER_FILL = "rgba(255,214,0,0.55)"  # deck.gl's highlight colour
-_GEOMETRY_CACHE: dict[int, tuple[weakref.ref, list, dict]] = {}
+_GEOMETRY_CACHE: dict[int, tuple[weakref.ref, pd.DataFrame | list, dict]] = {}
 
 
 def css(rgba: Sequence[float]) -> str:
@@ -308,7 +308,7 @@ def zone_spec(
         stroke={"field": "line", "type": "nominal", "scale": None},
     )
     layers.append(od_layer)
-    datasets["markers"] = _marker_table(area, state, markers)
+    datasets["markers"] = _marker_table(state, markers)
     position = {
         "longitude": {"field": "lon", "type": "quantitative"},
         "latitude": {"field": "lat", "type": "quantitative"},
@@ -393,16 +393,13 @@ def _boundary_layer(name: str, *, filled: bool, fields=("_fill", "_line", "_widt
     return layer
 
 
-def _marker_table(area: ServiceArea, state: ODState, markers: pd.DataFrame | None):
-    """The markers, each naming the zone beneath it (a click on it picks that zone), colours
-    as CSS: A and B, or the given ones."""
-    columns = ["lat", "lon", "name", "label", "color", "zone"]
+def _marker_table(state: ODState, markers: pd.DataFrame | None) -> pd.DataFrame:
+    """The markers, A and B or the given ones, colours as CSS. They take no clicks: the
+    zone beneath them does (the top layer of :func:`zone_spec`)."""
+    columns = ["lat", "lon", "name", "label", "color"]
     markers = map_layers.marker_data(state) if markers is None else markers.copy()
     if "label" not in markers:
         markers["label"] = markers["name"]
-    rows = area.zone_rows(markers["lat"].to_numpy(float), markers["lon"].to_numpy(float))
-    zones = area.grid["zone"].astype(str).to_numpy()
-    markers["zone"] = [zones[r] if r >= 0 else "" for r in np.asarray(rows, dtype=int)]
     markers["color"] = [css(c) for c in markers["color"]]
     markers["name"] = markers["name"].astype(str)
     markers["label"] = markers["label"].astype(str)

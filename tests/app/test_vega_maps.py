@@ -67,11 +67,14 @@ def test_the_zones_their_fills_tips_and_the_boundaries(tiny_area, od):
     assert "{type: 'Polygon'" in json.dumps(spec["layer"])
     # the synthetic city's river, highway and bridges, styled as on the deck.gl map
     assert spec["datasets"]["lines"] and spec["datasets"]["areas"]
-    # A and B: outlined and marked, each marker naming its zone
+    # A and B: outlined and marked at their places
     assert spec["datasets"]["od"]["zone"].tolist() == [od.origin.zone, od.dest.zone]
     markers = spec["datasets"]["markers"]
     assert markers["name"].tolist() == ["A", "B"]
-    assert markers["zone"].tolist() == [od.origin.zone, od.dest.zone]
+    assert markers[["lat", "lon"]].to_numpy().tolist() == [
+        [od.origin.lat, od.origin.lon],
+        [od.dest.lat, od.dest.lon],
+    ]
 
 
 def test_only_the_top_layer_takes_the_pointer(tiny_area, od):
@@ -122,7 +125,7 @@ def test_ring_orientation_for_d3():
     assert vega_maps.for_d3(point) == point
 
 
-def test_markers_name_the_zone_beneath_and_regions_keep_their_properties(tiny_area):
+def test_markers_and_regions_keep_their_properties(tiny_area):
     rows = [3, 120]
     bases = pd.DataFrame(
         {
@@ -140,7 +143,7 @@ def test_markers_name_the_zone_beneath_and_regions_keep_their_properties(tiny_ar
     }
     spec = vega_maps.zone_spec(tiny_area, ODState(), markers=bases, under=[region])
     markers = spec["datasets"]["markers"]
-    assert markers["zone"].tolist() == tiny_area.grid["zone"][rows].tolist()
+    assert markers[["lat", "lon"]].to_numpy().tolist() == bases[["lat", "lon"]].to_numpy().tolist()
     assert markers["label"].tolist() == ["<b>Central</b> station", "Harbour"]  # text
     assert markers["color"].tolist() == ["rgba(200,0,0,1.000)", "rgba(0,0,200,1.000)"]
     (drawn,) = spec["datasets"]["under"]

@@ -169,6 +169,15 @@ def test_a_blend_given_by_functions_is_the_blend_given_on_a_grid():
 
 
 # ---------------------------------------------------------------- updates and storage
+def test_an_inactive_regime_learns_nothing():
+    """Updates never turn the regime on: off, its pairs do not grow with the stream."""
+    pairs, (o_lat, o_lon, d_lat, d_lon, _) = _fitted()
+    pairs.shrinkage[:] = np.inf
+    n = pairs.log_s.size
+    assert pairs.learn(o_lat[:3], o_lon[:3], d_lat[:3], d_lon[:3], [9.0, 8.0, 7.0]) == 0
+    assert pairs.log_s.size == pairs.origin.size == n
+
+
 def test_learning_adds_trips_to_their_pairs_and_new_pairs_join():
     pairs, (o_lat, o_lon, d_lat, d_lon, _) = _fitted()
     n = pairs.log_s.size

@@ -361,9 +361,10 @@ class PairDurations:
     # ------------------------------------------------------------------ updates
     def learn(self, o_lat, o_lon, d_lat, d_lon, log_s) -> int:
         """Add new trips (not round trips; log durations ``log_s``) to their pairs; h and k
-        stay as fitted. Returns how many were added."""
+        stay as fitted. Returns how many were added: none when the regime is off, which
+        updates never turn on (so its pairs would only grow, unused, with the stream)."""
         keep = ~is_round_trip(o_lat, o_lon, d_lat, d_lon)
-        if not keep.any():
+        if not self.active or not keep.any():
             return 0
         new = np.asarray(log_s, np.float64)[keep]
         if not np.all(np.isfinite(new)):
