@@ -115,6 +115,25 @@ def assert_answer_names_the_boxes(at: AppTest, home) -> None:
     assert any(answer.support.sentence() in note for note in notes), notes
 
 
+def test_a_new_threshold_alone_gives_the_services_answer_for_it(vrvm_home, monkeypatch):
+    """Only P(T <= threshold) depends on the threshold: the page keeps the trip's answer
+    and takes that probability from the same distribution. What it shows is the services'
+    answer for the new threshold, and a new departure predicts again."""
+    at = run_app(t=DEPARTURE)
+    assert_answer_names_the_boxes(at, vrvm_home)
+    calls = []
+    original = forecast.answer_od
+    monkeypatch.setattr(forecast, "answer_od", lambda *a, **k: calls.append(1) or original(*a, **k))
+    at.number_input(key="trip_threshold").set_value(31.0).run()
+    assert "P(arrive within 31 min)" in at.code[0].value
+    assert_answer_names_the_boxes(at, vrvm_home)
+    assert len(calls) == 1  # the check's own call: the page predicted nothing
+    when = at.datetime_input(key="trip_when").value
+    at.datetime_input(key="trip_when").set_value(when + dt.timedelta(hours=3)).run()
+    assert_answer_names_the_boxes(at, vrvm_home)
+    assert len(calls) == 3  # the page's and the check's
+
+
 def test_switching_zones_and_boundaries_keeps_the_answer_on_the_pair_in_the_boxes(vrvm_home):
     at = run_app(t=DEPARTURE)
     assert_answer_names_the_boxes(at, vrvm_home)

@@ -12,7 +12,7 @@ indices (:mod:`vrvm.services.answers.indices`). Times are in minutes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 
 import h3
@@ -167,6 +167,28 @@ class ODForecast:
         """  # noqa: E501
         leaving = f"leaving {self.departure:%a %d %b %Y %H:%M}"
         return self.summary_text(f"From {self.origin.label} to {self.dest.label}, {leaving}")
+
+    def at_threshold(self, threshold_min: float) -> ODForecast:
+        """The same forecast for another threshold: P(T <= threshold) from the same
+        predictive distribution, as :func:`forecast_od` computes it.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from vrvm import MixtureDistribution
+        >>> dist = MixtureDistribution(np.log([[600.0]]), 0.2, df=np.array([[30.0]]),
+        ...                            transform="log")
+        >>> a, b = Place(0.0, 0.0, "a", "Harbour"), Place(0.1, 0.1, "b", "Old Town")
+        >>> answer = ODForecast(a, b, pd.Timestamp("2024-03-05 08:15"), 10.0, 10.2, 2.0,
+        ...                     interval_table(dist), 12.0, 0.8, dist)
+        >>> round(answer.at_threshold(10.0).prob_within, 2)
+        0.5
+        """
+        return replace(
+            self,
+            threshold_min=float(threshold_min),
+            prob_within=float(self.dist.prob_within(60.0 * threshold_min)[0]),
+        )
 
 
 def forecast_od(
@@ -432,6 +454,12 @@ class ODAnswer:
     support: PairSupport | None = None
     member_medians_min: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     indices: ReliabilityIndices | None = None
+
+    def at_threshold(self, threshold_min: float) -> ODAnswer:
+        """The same answer for another threshold (:meth:`ODForecast.at_threshold`): all
+        else depends on the trip alone, so a page changing only the threshold keeps the
+        rest."""
+        return replace(self, forecast=self.forecast.at_threshold(threshold_min))
 
     def spread_sentence(self) -> str:
         """How far the ensemble's members disagree, in plain words ("" for one member)."""
