@@ -95,22 +95,27 @@ def next_step(mode: str, state: ODState) -> str:
 
 @st.fragment
 def answer_section(ctx: context.ModelContext, mode: str) -> None:
-    """Map, controls and answer: everything a click, a swap or a new time changes."""
+    """Map and places, then the trip's time, threshold and answer: everything a click or
+    a swap changes. The time, the threshold and the answer are a fragment of their own
+    (:func:`trip_answer`) where the map does not depend on them, so that a new time or
+    threshold reruns only that part (not the map, the lists and their 400-odd zones)."""
     od_picker.handle_map_event(OD, ctx.area, mode="od" if mode == "od" else "origin")
 
     map_column, control_column = st.columns([5, 2], gap="medium")
     with control_column:
         state = od_picker.show_controls(OD, ctx.area, mode=mode)
-        departure, threshold = trip_controls.show(TRIP, ctx.model.tz_)
         metric, confidence = (None, None)
         if mode == "coverage":
             metric, confidence = coverage_view.show_options(COVERAGE)
 
     grid = fill = tips = legend = None  # without a coverage map: the zones' own tooltips
-    if mode == "coverage" and state.origin is not None:
-        grid, fill, tips, legend = coverage_view.compute(
-            ctx, state.origin, departure, threshold, metric
-        )
+    departure = threshold = None
+    if mode == "coverage":  # the map's colours depend on the time and the threshold
+        departure, threshold = trip_controls.show(TRIP, ctx.model.tz_, row=True)
+        if state.origin is not None:
+            grid, fill, tips, legend = coverage_view.compute(
+                ctx, state.origin, departure, threshold, metric
+            )
 
     with map_column:
         st.markdown(
@@ -134,8 +139,9 @@ def answer_section(ctx: context.ModelContext, mode: str) -> None:
             st.markdown(maps.legend_html(legend, title), unsafe_allow_html=True)
 
     if mode == "od":
-        forecast_view.show("forecast", ctx, state, departure, threshold)
-    elif grid is None:
+        trip_answer(ctx)
+        return
+    if grid is None:
         st.info("Choose an origin: click a zone on the map or pick it from the list.")
     else:
         coverage_view.show_results(
@@ -149,10 +155,9 @@ def answer_section(ctx: context.ModelContext, mode: str) -> None:
             legend=legend,
             metric=metric,
         )
-
     share.write(
         url_state.to_query_params(
-            state if mode == "od" else ODState(state.origin, None),
+            ODState(state.origin, None),
             departure,
             threshold_min=threshold,
             mode=mode,
@@ -160,6 +165,15 @@ def answer_section(ctx: context.ModelContext, mode: str) -> None:
             confidence=confidence,
         )
     )
+
+
+@st.fragment
+def trip_answer(ctx: context.ModelContext) -> None:
+    """The departure time and threshold, and the answer for the pair in the lists."""
+    state = od_picker.get_state(OD, ctx.area)
+    departure, threshold = trip_controls.show(TRIP, ctx.model.tz_, row=True)
+    forecast_view.show("forecast", ctx, state, departure, threshold)
+    share.write(url_state.to_query_params(state, departure, threshold_min=threshold, mode="od"))
 
 
 sidebar.page_setup("Predict")

@@ -15,6 +15,7 @@ is applied on Enter, which a separate date box only did when it lost the focus.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 
 import pandas as pd
@@ -53,15 +54,26 @@ def _chosen(key: str, tz: str) -> None:
     st.session_state[f"{key}_zone"] = (tz, False)
 
 
-def show(key: str, tz: str) -> tuple[pd.Timestamp, float]:
-    """Departure (default: now in the model's time zone ``tz``) and threshold T in minutes."""
+def show(key: str, tz: str, *, row: bool = False) -> tuple[pd.Timestamp, float]:
+    """Departure (default: now in the model's time zone ``tz``) and threshold T in minutes.
+
+    One under the other, or with ``row=True`` side by side (the Predict page's bar above
+    its answer).
+    """
+    if row:
+        when_column, now_column, threshold_column = st.columns(
+            [3, 1, 2], vertical_alignment="bottom"
+        )
+    else:
+        when_column = now_column = st
+        threshold_column = contextlib.nullcontext()
     zone, is_now = st.session_state.get(f"{key}_zone") or (tz, False)
     if st.session_state.get(f"{key}_when") is None or (is_now and zone != tz):
         _now(key, tz)  # first run, the field cleared, or "now" in another model's zone
     elif zone != tz or f"{key}_zone" not in st.session_state:
         _chosen(key, tz)
     st.session_state.setdefault(f"{key}_threshold", DEFAULT_THRESHOLD_MIN)
-    when = st.datetime_input(
+    when = when_column.datetime_input(
         f"Departure (local time, {tz})",
         key=f"{key}_when",
         step=300,
@@ -69,7 +81,7 @@ def show(key: str, tz: str) -> tuple[pd.Timestamp, float]:
         args=(key, tz),
         help="Type a date and a time and press Enter, or pick them from the calendar.",
     )
-    st.button(
+    now_column.button(
         "Leave now",
         key=f"{key}_now",
         on_click=_now,
@@ -77,9 +89,10 @@ def show(key: str, tz: str) -> tuple[pd.Timestamp, float]:
         type="tertiary",
         help=f"Now in the model's time zone ({tz})",
     )
-    threshold = threshold_input(
-        key, help="Probability of arriving within T minutes; on the coverage map, per zone."
-    )
+    with threshold_column:
+        threshold = threshold_input(
+            key, help="Probability of arriving within T minutes; on the coverage map, per zone."
+        )
     return forecast.combine_departure(when.date(), when.time(), tz), threshold
 
 

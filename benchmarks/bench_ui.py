@@ -93,6 +93,9 @@ RENDERER_FLOORS = {
     "zone map, Leaflet canvas (streamlit-folium)": "benchmarks/ui_floors/map_folium.py",
     "answer, Vega-Lite charts (canvas; the page's)": "benchmarks/ui_floors/answer_vegalite.py",
     "answer, Streamlit native charts": "benchmarks/ui_floors/answer_native.py",
+    "the Predict page with no Vega-Lite view (Streamlit's own elements)": (
+        "benchmarks/ui_floors/page_without_vega.py"
+    ),
 }
 """Issue 37: the same parts drawn by other renderers (swap, zone clicks, new tabs, bytes)."""
 FLOOR_ENV = {"STREAMLIT_SERVER_ENABLE_STATIC_SERVING": "true"}  # Leaflet from ui_floors/static
@@ -304,6 +307,7 @@ FLOOR_PARTS = {
     "answer_only": (None, PLOTLY_DRAWN, None),
     "answer_vegalite": (None, VEGA_DRAWN, 2),
     "answer_native": (None, VEGA_DRAWN, 2),
+    "page_without_vega": (None, "() => true", None),
 }
 
 
@@ -429,6 +433,16 @@ def bench_floors(browser, home: Path, area, repeats: int, floors: dict) -> list[
                 runs.append(timed_interaction(page, log, swap.click, CHANGED_ANSWER_JS, before))
                 page.wait_for_timeout(300)
             summaries.append(summarise(f"floor, swap: {name}", runs))
+            step_up = page.locator('[data-testid="stNumberInputStepUp"]')
+            if step_up.count():  # a threshold to step, as on the page
+                runs = []
+                for _ in range(repeats):
+                    before = answer_text(page)
+                    runs.append(
+                        timed_interaction(page, log, step_up.first.click, CHANGED_ANSWER_JS, before)
+                    )
+                    page.wait_for_timeout(300)
+                summaries.append(summarise(f"floor, threshold + 1 min: {name}", runs))
             if selector is not None:
                 origins, dests = floor_clicks(page, log, area, selector, repeats)
                 if origins:
