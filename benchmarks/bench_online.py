@@ -8,8 +8,9 @@ first predicted, then learned. Compared, on the same stream:
   every member learns every trip);
 * ``updated (shard)`` -- the same, but each trip updates one member in turn (the
   default): each member's basis grows and shrinks with the stream (``online_reserve``,
-  ``online_every``) and the distance scale is refitted on the stream's held-out
-  predictions;
+  ``online_every``), the distance scale is refitted on the stream's held-out
+  predictions and the location stage is refreshed on the kept trips whenever they
+  double (the JSON's ``stage_refreshes``);
 * ``updated (shard), fixed basis`` -- the same with ``online_reserve=0``: only the
   weights of the fitted functions are updated (and the distance scale refitted);
 * ``frozen``   -- the initial model, never updated;
@@ -157,6 +158,7 @@ def main(argv=None):
         model = TravelTimeModel(**params, **extra).fit(head)
         c, v, u, cpu = prequential_updates(model, stream, assign)
         results[name] = {"crps": c, "cover": v, "update_s": u, "cpu_s": cpu}
+        results[name]["refreshes"] = model._online.n_refreshes  # of the location stage
     c, v, fits = periodic_refits(head, stream, params)
     # (no CPU time: the refits run in worker processes)
     results["refit 10%"] = {"crps": c, "cover": v, "refit_s": fits}
@@ -192,6 +194,7 @@ def main(argv=None):
             "amortised_ms_per_trip": amortised,
             "cpu_ms_per_trip": cpu_ms,
             "load_1min": os.getloadavg()[0],
+            "stage_refreshes": r.get("refreshes"),
         }
         print(
             f"| {name} | {r['crps'].mean():.1f} | {r['cover'].mean():.3f} | {cost} "

@@ -75,12 +75,12 @@ def test_updates_refit_the_map_on_the_stream(skewed_model):
     import copy
 
     model = copy.deepcopy(skewed_model)
-    model.update(skewed_trips(600, seed=4))
+    model.update(skewed_trips(1100, seed=4))  # a refit every SCALE_REFIT_TRIPS (1,000)
     score = model.spread_.score
-    assert score["source"] == "stream" and score["pit_map"]["n_pit"] == 600
+    assert score["source"] == "stream" and score["pit_map"]["n_pit"] == 1100
     # the map is refitted on the latest stream trips, with the scales
     model.update(synthetic_city(1200, seed=5))
-    assert model.spread_.score["pit_map"]["n_pit"] == 1800
+    assert model.spread_.score["pit_map"]["n_pit"] == 2300
 
 
 def test_recalibrate_reads_probabilities_through_the_map(skewed_model):

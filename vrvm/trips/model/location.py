@@ -25,12 +25,16 @@ node records (the private ``_predictors`` attribute, unchanged since scikit-lear
 predictions to 1e-9 on the training trips and refuses to go on otherwise, so a change
 in scikit-learn cannot pass unnoticed.
 
-Updates leave the trees as they are: the members and the pair offsets learn what the
-trees leave of each new trip, and a refit renews the trees.
+Between refreshes, updates leave the trees as they are: the members and the pair offsets
+learn what the trees leave of each new trip. A model fitted in this process keeps the
+trips it learns and refits the trees on them, out of fold, whenever the trips learned
+since the last fit reach a fraction of those it was fitted on (:meth:`LocationStage.refit`,
+:mod:`vrvm.trips.model._online`).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -438,10 +442,47 @@ class LocationStage:
         progress(total, total)
         return oof - self.center_
 
+    def refit(
+        self,
+        F: np.ndarray,
+        y: np.ndarray,
+        *,
+        n_folds: int | None = None,
+        learning_rate: float | None = None,
+        n_jobs: int | None = None,
+    ) -> np.ndarray:
+        """Fit the trees again on the inputs ``F`` (:meth:`inputs`) and log seconds ``y``
+        of more trips, out of fold as :meth:`fit` does (in ``n_folds`` folds at
+        ``learning_rate``; None: the stage's own); the rotation of the ends stays the
+        first fit's (so the inputs of kept trips stay valid). Returns the trips'
+        out-of-fold offsets. What online updates run on the trips they keep
+        (:mod:`vrvm.trips.model._online`); the stage's parameters stay as they were."""
+        F = np.asarray(F, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if F.ndim != 2 or F.shape != (y.size, len(INPUT_NAMES)):
+            raise ValueError(
+                f"location stage: inputs of shape {F.shape} for {y.size} targets, expected "
+                f"({y.size}, {len(INPUT_NAMES)})"
+            )
+        fresh = copy.copy(self)  # this stage changes only once the new trees are checked
+        if n_folds is not None:
+            fresh.n_folds = int(n_folds)
+        if learning_rate is not None:
+            fresh.learning_rate = float(learning_rate)
+        with threadpool_limits(1, user_api="openmp"):
+            oof = fresh._fit(F, y, n_jobs, lambda done, total: None)
+        fresh.n_folds, fresh.learning_rate = self.n_folds, self.learning_rate  # its own
+        self.__dict__.update(fresh.__dict__)
+        return oof
+
     def offset(self, featurizer: TripFeaturizer, trips: pd.DataFrame, X, d) -> np.ndarray:
         """The location of each trip (log seconds) minus :attr:`center_`: what the
         members' predictions are shifted by."""
-        return self.trees_(self.inputs(featurizer, trips, X, d)) + (self.baseline_ - self.center_)
+        return self.offset_of_inputs(self.inputs(featurizer, trips, X, d))
+
+    def offset_of_inputs(self, F: np.ndarray) -> np.ndarray:
+        """:meth:`offset` of trips whose inputs (:meth:`inputs`) are ``F``."""
+        return self.trees_(F) + (self.baseline_ - self.center_)
 
     # ------------------------------------------------------------------ files
     def to_state(self) -> tuple[dict, dict[str, np.ndarray]]:
