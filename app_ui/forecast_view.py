@@ -17,15 +17,11 @@ import streamlit as st
 
 from app_ui import indices_view, vega_charts
 from app_ui.context import ModelContext, keep, kept, privacy_note
-from app_ui.vega_charts import VegaChart
 from vrvm import TravelTimeModel
 from vrvm.services.answers import forecast
 from vrvm.services.display.text import plain_markdown
 from vrvm.services.map import privacy
 from vrvm.services.map.places import ODState, Place
-
-HIDDEN = "height: 0; overflow: hidden; visibility: hidden"
-"""The kept charts' style without an answer: out of sight at their width."""
 
 
 def _support_note(answer: forecast.ODAnswer) -> None:
@@ -57,27 +53,16 @@ def _day_profile(
 
 
 def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: float) -> None:
-    """Median, mean, intervals, P(T <= threshold), the density and the daily profile.
-
-    The layout keeps the charts' places: the numbers (or, without a pair, what to choose)
-    in one container, then the charts. Without a pair the charts of the last answer stay
-    on the page with every dataset emptied and hidden (:func:`_keep_charts`), so the next
-    answer updates the drawn views in place instead of compiling new ones.
-    """
-    head = st.container()
-    hidden = st.empty()  # a style that hides the kept charts while there is no answer
-    body = st.container(key=f"{key}_charts")
+    """Median, mean, intervals, P(T <= threshold), the density and the daily profile."""
     if not state.complete:
         missing = "an origin and a destination" if state.origin is None else "a destination"
-        head.info(f"Choose {missing}: click two zones on the map, or pick them from the lists.")
-        _keep_charts(key, body, hidden)
+        st.info(f"Choose {missing}: click two zones on the map, or pick them from the lists.")
         return
     local = pd.Timestamp(departure)
     try:
         answer = _answer(key, ctx, state, departure, threshold_min)
     except ValueError as exc:  # places that are not zones of this map: no answer
-        head.error(plain_markdown(exc))
-        _keep_charts(key, body, hidden)
+        st.error(plain_markdown(exc))
         return
     observed, rings = answer.observed, answer.observed_rings
     summary = None
@@ -85,25 +70,72 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         summary = privacy.observed_summary(observed, ctx.privacy.min_trips)
         n_observed, observed = len(observed), observed.iloc[0:0]
     result = answer.forecast
-    with head:
-        _numbers(result, ctx.synthetic, threshold_min)
-        _support_note(answer)
-        indices_view.show(answer.indices)
-
-    density = vega_charts.density_chart(
-        answer.density,
-        result,
-        file_name=f"travel_time_density_{local:%Y%m%d_%H%M}",
-        synthetic=ctx.synthetic,
+    eighty = result.intervals.set_index("level").loc[0.8]
+    cols = st.columns(4)
+    cols[0].metric(
+        "Median",
+        f"{result.median_min:.1f} min",
+        help="Half of such trips take less, half take more.",
     )
-    profile = vega_charts.profile_chart(
-        answer.profile,
-        observed,
-        departure_hour=local.hour + local.minute / 60.0,
-        file_name=f"travel_time_profile_{local:%Y%m%d}",
-        rings=rings,
-        synthetic=ctx.synthetic,
-        summary=summary,
+    cols[1].metric(
+        "Mean",
+        f"{result.mean_min:.1f} min",
+        help="Pulled up by the long right tail (occasional large delays).",
+    )
+    cols[2].metric(
+        "80 % interval",
+        f"{eighty['lower_min']:.0f}-{eighty['upper_min']:.0f} min",
+        help="8 in 10 trips take this long.",
+    )
+    cols[3].metric(f"P(arrive within {threshold_min:g} min)", f"{100 * result.prob_within:.0f} %")
+    # the answer as one sentence with a copy button (a code block shows text verbatim)
+    st.code(
+        result.answer_sentence() + (" Synthetic data." if ctx.synthetic else ""),
+        language=None,
+        wrap_lines=True,
+    )
+    _support_note(answer)
+    indices_view.show(answer.indices)
+
+    left, right = st.columns([3, 2])
+    with left:
+        _chart(
+            vega_charts.density_chart(
+                answer.density,
+                result,
+                file_name=f"travel_time_density_{local:%Y%m%d_%H%M}",
+                synthetic=ctx.synthetic,
+            ),
+            f"{key}_density",
+        )
+    with right:
+        table = result.intervals.rename(
+            columns={
+                "interval": "central interval",
+                "lower_min": "from (min)",
+                "upper_min": "to (min)",
+                "width_min": "width (min)",
+            }
+        ).drop(columns="level")
+        st.markdown("**Prediction intervals**")
+        st.dataframe(table.round(1), hide_index=True, key=f"{key}_intervals", width="stretch")
+        show_quantiles(key, answer.quantiles)
+        st.caption(
+            forecast.density_description(result.dist) + " Each chart's :material/download: "
+            "PNG button saves it as a picture; the sentence above has a copy button."
+        )
+
+    _chart(
+        vega_charts.profile_chart(
+            answer.profile,
+            observed,
+            departure_hour=local.hour + local.minute / 60.0,
+            file_name=f"travel_time_profile_{local:%Y%m%d}",
+            rings=rings,
+            synthetic=ctx.synthetic,
+            summary=summary,
+        ),
+        f"{key}_profile",
     )
     weekday = "weekend" if local.dayofweek >= 5 else "weekday"
     note = (
@@ -128,25 +160,8 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         note += " The training trips of this model were not kept, so none are overlaid."
     else:
         note += " No training trip joins these two zones."
-    intervals = result.intervals.rename(
-        columns={
-            "interval": "central interval",
-            "lower_min": "from (min)",
-            "upper_min": "to (min)",
-            "width_min": "width (min)",
-        }
-    ).drop(columns="level")
-    layout = (density, profile, intervals.round(1), answer.quantiles)
-    description = forecast.density_description(result.dist)
-    with body:
-        _body(key, *layout, words=(description, note), ctx=ctx)
-    # the same layout without the answer, for _keep_charts
-    st.session_state[f"{key}_drawn"] = tuple(
-        VegaChart(vega_charts.emptied(part.spec), part.file_name)
-        if isinstance(part, VegaChart)
-        else part.iloc[0:0]
-        for part in layout
-    )
+    st.caption(note)
+    privacy_note(ctx)
 
 
 def _answer(
@@ -174,93 +189,10 @@ def _answer(
     return keep(f"{key}_answer", inputs, answer)
 
 
-def _body(
-    key: str,
-    density: VegaChart,
-    profile: VegaChart,
-    intervals: pd.DataFrame,
-    quantiles: pd.DataFrame,
-    *,
-    words: tuple[str, str] | None = None,
-    ctx: ModelContext | None = None,
-) -> None:
-    """The answer's charts and tables, in the same places with or without an answer.
-
-    ``words``: the density's description and the profile's note, shown under them with
-    the charts' PNG buttons; None for the kept layout of :func:`_keep_charts`.
-    """
-    left, right = st.columns([3, 2])
-    with left:
-        _chart(density, f"{key}_density", png=words is not None)
-    with right:
-        st.markdown("**Prediction intervals**")
-        st.dataframe(intervals, hide_index=True, key=f"{key}_intervals", width="stretch")
-        show_quantiles(key, quantiles)
-        if words is not None:
-            st.caption(
-                words[0] + " Each chart's :material/download: PNG button saves it as a "
-                "picture; the sentence above has a copy button."
-            )
-    _chart(profile, f"{key}_profile", png=words is not None)
-    if words is not None:
-        st.caption(words[1])
-        privacy_note(ctx)
-
-
-def _numbers(result: forecast.ODForecast, synthetic: bool, threshold_min: float) -> None:
-    """The four numbers and the answer as one sentence with a copy button."""
-    eighty = result.intervals.set_index("level").loc[0.8]
-    cols = st.columns(4)
-    cols[0].metric(
-        "Median",
-        f"{result.median_min:.1f} min",
-        help="Half of such trips take less, half take more.",
-    )
-    cols[1].metric(
-        "Mean",
-        f"{result.mean_min:.1f} min",
-        help="Pulled up by the long right tail (occasional large delays).",
-    )
-    cols[2].metric(
-        "80 % interval",
-        f"{eighty['lower_min']:.0f}-{eighty['upper_min']:.0f} min",
-        help="8 in 10 trips take this long.",
-    )
-    cols[3].metric(f"P(arrive within {threshold_min:g} min)", f"{100 * result.prob_within:.0f} %")
-    # the answer as one sentence with a copy button (a code block shows text verbatim)
-    st.code(
-        result.answer_sentence() + (" Synthetic data." if synthetic else ""),
-        language=None,
-        wrap_lines=True,
-    )
-
-
-def _keep_charts(key: str, body, hidden) -> None:
-    """Without an answer: the last answer's charts, in their places, with every dataset
-    emptied (no number of the last pair stays on the page) and hidden by a style.
-
-    The browser keeps a Vega-Lite view whose element stays in its place with the same
-    spec and changes only its data; a chart that leaves the page is compiled anew when it
-    comes back (some 300 ms here: ``BENCHMARKS.md``, issue 37). So an origin click, which
-    clears the answer until the destination is chosen, no longer costs the destination
-    click two new charts.
-    """
-    drawn = st.session_state.get(f"{key}_drawn")
-    if drawn is None:
-        return
-    # hidden, not removed: a view whose width changes (display: none) is compiled anew
-    hidden.markdown(f"<style>.st-key-{key}_charts {{{HIDDEN}}}</style>", unsafe_allow_html=True)
-    with body:
-        _body(key, *drawn)
-
-
-def _chart(chart: VegaChart, key: str, png: bool = True) -> None:
-    """A chart drawn by Vega-Lite on a canvas and, under it (``png``), a button that
-    downloads it as a PNG (drawn on the server when clicked, named as plotly's export
-    named it)."""
+def _chart(chart: vega_charts.VegaChart, key: str) -> None:
+    """A chart drawn by Vega-Lite on a canvas and, under it, a button that downloads it as
+    a PNG (drawn on the server when clicked, named as plotly's export named it)."""
     st.vega_lite_chart(chart.spec, key=key, width="stretch", height=vega_charts.HEIGHT)
-    if not png:
-        return
     st.download_button(
         "PNG",
         data=lambda: vega_charts.png_bytes(chart),

@@ -85,17 +85,6 @@ class VegaChart:
     file_name: str
 
 
-def emptied(spec: dict) -> dict:
-    """``spec`` with every dataset empty: the same chart's layout and none of its numbers.
-
-    Examples
-    --------
-    >>> emptied({"mark": "line", "datasets": {"curve": [{"x": 1.0}]}})
-    {'mark': 'line', 'datasets': {'curve': []}}
-    """
-    return {**spec, "datasets": {name: [] for name in spec.get("datasets", {})}}
-
-
 def _rgba(alpha: float) -> str:
     return f"rgba(27, 79, 114, {alpha})"
 

@@ -293,61 +293,6 @@ def test_od_from_map_clicks(vrvm_home):
     assert "Median" in metrics(at)
 
 
-def answer_charts(at: AppTest) -> dict[str, tuple[dict, dict[str, int]]]:
-    """The answer's two charts (``"density"``, ``"profile"``: the datasets they hold): the
-    spec as sent (without its datasets) and the rows of each dataset."""
-    charts = {}
-    for chart in at.get("vega_lite_chart"):
-        names = {d.name for d in chart.proto.datasets}
-        for name in ("members", "profile"):
-            if name in names:
-                rows = {
-                    d.name: len(convert_arrow_bytes_to_pandas_df(d.data.data))
-                    for d in chart.proto.datasets
-                }
-                charts["density" if name == "members" else name] = (
-                    json.loads(chart.proto.spec),
-                    rows,
-                )
-    return charts
-
-
-def charts_hidden(at: AppTest) -> bool:
-    return any(".st-key-forecast_charts" in m.value for m in at.markdown)
-
-
-def test_an_origin_click_keeps_the_charts_in_place_empty_and_hidden(vrvm_home):
-    """Between the origin click and the destination click the answer's charts stay where
-    they are, with the same spec and no data, out of sight: the browser then updates
-    them in place for the next answer instead of compiling new ones. No number of the
-    last pair stays on the page, and the next answer fills the same charts."""
-    area = area_of(vrvm_home)
-    at = run_app()
-    first = answer_charts(at)
-    assert set(first) == {"density", "profile"}
-    assert all(min(rows.values()) > 0 for _, rows in first.values())
-    assert not charts_hidden(at)
-
-    at = click_zone(at, area, 250)
-    no_exception(at)
-    assert at.selectbox(key="od_dest").value is None
-    kept = answer_charts(at)
-    assert {k: spec for k, (spec, _) in kept.items()} == {k: spec for k, (spec, _) in first.items()}
-    assert all(set(rows.values()) == {0} for _, rows in kept.values())
-    assert all(len(d.value) == 0 for d in at.dataframe)  # the tables kept, empty too
-    assert charts_hidden(at)
-    assert not at.code and "Median" not in metrics(at)
-    assert any("Choose a destination" in i.value for i in at.info)
-
-    at = click_zone(at, area, 400)
-    no_exception(at)
-    after = answer_charts(at)
-    assert all(min(rows.values()) > 0 for _, rows in after.values())
-    assert after["density"][0] == first["density"][0]
-    assert not charts_hidden(at)
-    assert "Median" in metrics(at)
-
-
 def test_swap_clear_and_typed_coordinates(vrvm_home):
     area = area_of(vrvm_home)
     at = run_app()
