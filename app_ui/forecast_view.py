@@ -1,7 +1,8 @@
 """The answer for one origin-destination pair: numbers, density and time-of-day profile.
 
 The answer card is made to be shown: the answer as one sentence to copy (a code block's
-copy button), the density and the fan chart, each drawn by Vega-Lite on a canvas
+copy button), the intervals and quantiles as small static tables, the density and the fan
+chart, each drawn by Vega-Lite on a canvas
 (:mod:`app_ui.vega_charts`: no WebGL, no plotly bundle on the Predict page) with a PNG
 download button under it, the PNG drawn on the server when the button is clicked. The
 time-of-day profile depends on the trip and its day only, so it is cached
@@ -47,9 +48,11 @@ def _day_profile(
     fingerprint: tuple, origin: Place, dest: Place, day: date, _model: TravelTimeModel
 ) -> pd.DataFrame:
     """The trip's time-of-day profile on ``day`` (the context's ``fingerprint`` is the
-    cache key of ``_model``: its home, version and time zone)."""
+    cache key of ``_model``: its home, version and time zone), without the mean, which the
+    fan chart does not show and a recalibrated predictive finds by quadrature (a third
+    of the script's time for a new pair, measured)."""
     del fingerprint
-    return forecast.time_of_day_profile(_model, origin, dest, day)
+    return forecast.time_of_day_profile(_model, origin, dest, day, mean=False)
 
 
 def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: float) -> None:
@@ -118,8 +121,8 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
             }
         ).drop(columns="level")
         st.markdown("**Prediction intervals**")
-        st.dataframe(table.round(1), hide_index=True, key=f"{key}_intervals", width="stretch")
-        show_quantiles(key, answer.quantiles)
+        st.table(table.style.format(precision=1), hide_index=True, border="horizontal")
+        show_quantiles(answer.quantiles)
         st.caption(
             forecast.density_description(result.dist) + " Each chart's :material/download: "
             "PNG button saves it as a picture; the sentence above has a copy button."
@@ -206,13 +209,14 @@ def _chart(chart: vega_charts.VegaChart, key: str) -> None:
     )
 
 
-def show_quantiles(key: str, quantiles: pd.DataFrame) -> None:
-    """The travel-time quantiles (columns ``q`` and ``minutes``) as a small table."""
+def show_quantiles(quantiles: pd.DataFrame) -> None:
+    """The travel-time quantiles (columns ``q`` and ``minutes``) as a small static table
+    (``st.table``, like the intervals': a few rows need no data grid, whose script a new
+    tab would load and whose canvas each new answer would draw)."""
     shown = quantiles.assign(quantile=[f"{100 * q:g} %" for q in quantiles["q"]])
     st.markdown("**Quantiles**")
-    st.dataframe(
-        shown[["quantile", "minutes"]].round(1),
+    st.table(
+        shown[["quantile", "minutes"]].style.format(precision=1),
         hide_index=True,
-        key=f"{key}_quantiles",
-        width="stretch",
+        border="horizontal",
     )

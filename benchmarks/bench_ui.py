@@ -32,6 +32,11 @@ Usage::
 Prints a Markdown table (medians and worst over the repeats) and the 1-minute load
 average before and after; ``--json`` keeps every measurement.
 
+Zones are also chosen in the page's lists (after Clear: the origin, then the destination
+that completes the pair and brings a new answer built from nothing, as a second click on
+the map does), on the page and on the floor without Vega-Lite views, whose map cannot be
+clicked: the destination's floor.
+
 ``--floors`` also times, the same way, three stripped-down apps in ``ui_floors/``
 (Streamlit alone; the page's zone map alone; the page's answer alone), each with a
 Swap button and opened in new tabs: what this browser on this machine needs for each
@@ -273,8 +278,40 @@ def bench_predict(page, log, url, area, repeats: int) -> list[dict]:
             page.wait_for_timeout(300)
     summaries.append(summarise("click a zone: origin (starts a new pair)", origins))
     summaries.append(summarise("click a zone: destination -> new answer", dests))
-    print(table(summaries[-2:]), flush=True)
+    origins, dests = list_choices(page, log, area, repeats)
+    summaries.append(summarise("zone list after Clear: origin", origins))
+    summaries.append(summarise("zone list after Clear: destination -> new answer", dests))
+    print(table(summaries[-4:]), flush=True)
     return [summarise("open the page with an OD in the URL (first session)", [first]), *summaries]
+
+
+def list_choices(page, log, area, repeats: int) -> tuple[list, list]:
+    """Zones chosen in the Origin and Destination lists after Clear: the origin (timed until
+    its label is shown), then the destination (timed until an answer is shown: a new answer
+    built from nothing, as after a second click on the map). Each choice is typed into the
+    list first and timed from the Enter that picks it, as :func:`bench_predict` times a
+    typed departure."""
+    labels = sorted(area.labels)
+    pick = np.random.default_rng(0).choice(len(labels), size=2 * repeats, replace=False)
+    clear = page.get_by_role("button", name="Clear", exact=True)
+    origins, dests = [], []
+    for i in range(repeats):
+        clear.click()
+        page.wait_for_function(f"() => !({CHANGED_ANSWER_JS})('')", timeout=20_000)
+        page.wait_for_function(RUNNING, timeout=20_000, polling="raf")
+        page.wait_for_timeout(300)
+        for which, label, runs, done, arg in (
+            ("Origin (A)", labels[pick[2 * i]], origins, LABEL_SHOWN_JS, labels[pick[2 * i]]),
+            ("Destination (B)", labels[pick[2 * i + 1]], dests, CHANGED_ANSWER_JS, ""),
+        ):
+            box = page.locator('[data-testid="stSelectbox"]').filter(has_text=which).first
+            box.locator("input").click()
+            page.keyboard.type(label)
+            page.wait_for_timeout(200)  # the list filtered to the typed name
+            enter = lambda: page.keyboard.press("Enter")  # noqa: E731
+            runs.append(timed_interaction(page, log, enter, done, arg, timeout_s=20))
+            page.wait_for_timeout(300)
+    return origins, dests
 
 
 def bench_shared_url(browser, url: str, repeats: int, context=None) -> dict:
@@ -449,6 +486,11 @@ def bench_floors(browser, home: Path, area, repeats: int, floors: dict) -> list[
                     summaries.append(summarise(f"floor, click a zone, origin: {name}", origins))
                 if dests:
                     summaries.append(summarise(f"floor, click a zone, destination: {name}", dests))
+            lists = page.locator('[data-testid="stSelectbox"]').filter(has_text="Destination (B)")
+            if lists.count():  # the page's zone lists (the page without Vega has them)
+                origins, dests = list_choices(page, log, area, repeats)
+                summaries.append(summarise(f"floor, zone list, origin: {name}", origins))
+                summaries.append(summarise(f"floor, zone list, destination: {name}", dests))
             tabs = floor_tabs(browser, url, min(repeats, 5), context, (drawn_js, drawn_arg))
             summaries.append(
                 {

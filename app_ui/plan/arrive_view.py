@@ -170,7 +170,7 @@ def _show_window(key: str, ctx: ModelContext, state: ODState, start, end, thresh
             width="stretch",
         )
     with right:
-        forecast_view.show_quantiles(key, window.quantiles)
+        forecast_view.show_quantiles(window.quantiles)
         st.caption(
             f"A departure drawn uniformly from the window: the equal-weight mixture of the "
             f"{result.dist.n_members} member distributions of {window.n_departures} "

@@ -25,6 +25,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_ui import vega_maps
 from vrvm import synthetic_city
+from vrvm.services.answers.forecast import ANSWER_QUANTILES
 from vrvm.services.map.area import ServiceArea, build_service_area
 from vrvm.trips.home import Home
 
@@ -157,14 +158,14 @@ def click_zone(at: AppTest, area: ServiceArea | None, index: int, key: str = "od
 
 
 def table_with(at: AppTest, column: str) -> pd.DataFrame:
-    """The first table showing ``column`` (in the index or the columns)."""
-    for frame in at.dataframe:
+    """The first table (``st.dataframe`` or ``st.table``) showing ``column`` (in the index
+    or the columns)."""
+    tables = [*at.dataframe, *at.table]
+    for frame in tables:
         value = frame.value
         if column in value.columns or column in value.index:
             return value
-    raise AssertionError(
-        f"no table with {column!r}: {[list(f.value.columns) for f in at.dataframe]}"
-    )
+    raise AssertionError(f"no table with {column!r}: {[list(f.value.columns) for f in tables]}")
 
 
 def shown(markdown: str) -> str:
@@ -254,6 +255,9 @@ def test_od_from_the_lists(vrvm_home):
     assert len(at.get("vega_lite_chart")) == 3  # map, density and time-of-day profile
     intervals = table_with(at, "central interval")
     assert intervals["central interval"].tolist() == ["50 %", "80 %", "95 %"]
+    assert not at.dataframe  # the two small tables are static (no data grid to load)
+    quantiles = table_with(at, "quantile")
+    assert quantiles["quantile"].tolist() == [f"{100 * q:g} %" for q in ANSWER_QUANTILES]
     assert {"o", "d", "t", "thr", "mode"} <= set(at.query_params)
 
 

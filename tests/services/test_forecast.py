@@ -74,6 +74,13 @@ def test_time_of_day_profile(tiny_model, pair):
     single = forecast_od(tiny_model, origin, dest, DEPARTURE, 10).median_min
     assert at_departure == pytest.approx(single, rel=1e-9)
     assert profile["departure"].iloc[0] == pd.Timestamp("2024-03-05", tz="UTC")
+    dist = tiny_model.predict_dist(query_frame(origin, dest, DEPARTURE))
+    assert profile.loc[profile["hour"] == 8.25, "mean"].iloc[0] == pytest.approx(
+        dist.mean()[0] / 60.0, rel=1e-9
+    )
+    quantiles_only = time_of_day_profile(tiny_model, origin, dest, DEPARTURE, mean=False)
+    assert "mean" not in quantiles_only
+    pd.testing.assert_frame_equal(quantiles_only, profile.drop(columns="mean"))
 
 
 @pytest.mark.parametrize("day", ["2024-03-10", "2024-11-03"])

@@ -280,14 +280,31 @@ def time_of_day_profile(
     *,
     step_min: int = 15,
     quantiles: Sequence[float] = PROFILE_QUANTILES,
+    mean: bool = True,
 ) -> pd.DataFrame:
     """Predictive quantiles of the same trip for departures across one local day.
+
+    Parameters
+    ----------
+    model : TravelTimeModel
+    origin, dest : Place
+    day : date, datetime or pandas.Timestamp
+        The local day (a time is read in the model's time zone; only its date counts).
+    step_min : int, default=15
+        Minutes between departures, from 00:00 to 24:00 of the day.
+    quantiles : sequence of float, default=PROFILE_QUANTILES
+        The levels of the quantile columns.
+    mean : bool, default=True
+        Also the predictive mean of each departure. A model whose predictive is read
+        through a PIT map has no closed-form mean: it is then found by quadrature (40
+        quantile solves a departure, about ten times the quantiles' cost), so the
+        Predict page's fan chart, which shows quantiles only, leaves it out.
 
     Returns
     -------
     pandas.DataFrame
-        ``hour`` (0 to 24, fractional), ``departure``, ``mean`` and one column per
-        quantile named ``q05``, ``q10``, ... in minutes (fan chart data).
+        ``hour`` (0 to 24, fractional), ``departure``, ``mean`` (with ``mean=True``) and
+        one column per quantile named ``q05``, ``q10``, ... in minutes (fan chart data).
     """
     tz = model.tz_
     day = pd.Timestamp(day)
@@ -312,7 +329,8 @@ def time_of_day_profile(
     q = np.asarray(quantiles, dtype=float)
     values = dist.ppf(q[:, None]) / 60.0
     frame = pd.DataFrame({"hour": minutes / 60.0, "departure": departures})
-    frame["mean"] = dist.mean() / 60.0
+    if mean:
+        frame["mean"] = dist.mean() / 60.0
     for qi, row in zip(q, values, strict=True):
         frame[_q_name(qi)] = row
     return frame
