@@ -1,12 +1,12 @@
 """The answer for one origin-destination pair: numbers, density and time-of-day profile.
 
-The answer card is made to be shown: the answer as one sentence to copy (a code block's
-copy button), the intervals and quantiles as small static tables, the density and the fan
-chart, each drawn by Vega-Lite on a canvas
-(:mod:`app_ui.vega_charts`: no WebGL, no plotly bundle on the Predict page) with a PNG
-download button under it, the PNG drawn on the server when the button is clicked. The
-time-of-day profile depends on the trip and its day only, so it is cached
-(``st.cache_data``) and not recomputed while the clock time or the threshold change.
+The answer card is made to be shown: the answer as one sentence to copy
+(:func:`app_ui.share.copy_box`), the intervals and quantiles as small static tables, the
+density and the fan chart, each drawn by Vega-Lite on a canvas (:mod:`app_ui.vega_charts`:
+no WebGL, no plotly bundle on the Predict page) with a PNG download button under it, the
+PNG drawn on the server when the button is clicked. The time-of-day profile depends on
+the trip and its day only, so it is cached (``st.cache_data``) and not recomputed while
+the clock time or the threshold change.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import date
 import pandas as pd
 import streamlit as st
 
-from app_ui import indices_view, vega_charts
+from app_ui import indices_view, share, vega_charts
 from app_ui.context import ModelContext, keep, kept, privacy_note
 from vrvm import TravelTimeModel
 from vrvm.services.answers import forecast
@@ -91,12 +91,8 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         help="8 in 10 trips take this long.",
     )
     cols[3].metric(f"P(arrive within {threshold_min:g} min)", f"{100 * result.prob_within:.0f} %")
-    # the answer as one sentence with a copy button (a code block shows text verbatim)
-    st.code(
-        result.answer_sentence() + (" Synthetic data." if ctx.synthetic else ""),
-        language=None,
-        wrap_lines=True,
-    )
+    # the answer as one sentence with a copy button
+    share.copy_box(result.answer_sentence() + (" Synthetic data." if ctx.synthetic else ""))
     _support_note(answer)
     indices_view.show(answer.indices)
 

@@ -234,20 +234,7 @@ def bench_predict(page, log, url, area, repeats: int) -> list[dict]:
         summaries.append(summarise(name, runs))
         print(table(summaries[-1:]), flush=True)
 
-    times = []
-    hour = page.locator('[role="spinbutton"][aria-label^="hour"]').first
-    for i in range(repeats):
-        before = answer_text(page)
-        value = f"{7 + i % 10:02d}{(15 * i + 5) % 60:02d}"
-
-        hour.click()  # the hour and minute typed (nothing is sent yet) ...
-        page.keyboard.type(value)
-        # ... and timed from the Enter that applies them
-        enter = lambda: page.keyboard.press("Enter")  # noqa: E731
-        times.append(timed_interaction(page, log, enter, CHANGED_ANSWER_JS, before))
-        page.mouse.click(5, 5)  # close the time list
-        page.wait_for_timeout(300)
-    summaries.append(summarise("departure time typed, Enter", times))
+    summaries.append(summarise("departure time typed, Enter", departures_typed(page, log, repeats)))
     print(table(summaries[-1:]), flush=True)
 
     canvas = page.locator("canvas").first
@@ -283,6 +270,25 @@ def bench_predict(page, log, url, area, repeats: int) -> list[dict]:
     summaries.append(summarise("zone list after Clear: destination -> new answer", dests))
     print(table(summaries[-4:]), flush=True)
     return [summarise("open the page with an OD in the URL (first session)", [first]), *summaries]
+
+
+def departures_typed(page, log, repeats: int) -> list[dict]:
+    """New departure times typed into the trip bar, each timed from the Enter that applies
+    it until the new answer is shown."""
+    times = []
+    hour = page.locator('[role="spinbutton"][aria-label^="hour"]').first
+    for i in range(repeats):
+        before = answer_text(page)
+        value = f"{7 + i % 10:02d}{(15 * i + 5) % 60:02d}"
+
+        hour.click()  # the hour and minute typed (nothing is sent yet) ...
+        page.keyboard.type(value)
+        # ... and timed from the Enter that applies them
+        enter = lambda: page.keyboard.press("Enter")  # noqa: E731
+        times.append(timed_interaction(page, log, enter, CHANGED_ANSWER_JS, before))
+        page.mouse.click(5, 5)  # close the time list
+        page.wait_for_timeout(300)
+    return times
 
 
 def list_choices(page, log, area, repeats: int) -> tuple[list, list]:
@@ -480,6 +486,9 @@ def bench_floors(browser, home: Path, area, repeats: int, floors: dict) -> list[
                     )
                     page.wait_for_timeout(300)
                 summaries.append(summarise(f"floor, threshold + 1 min: {name}", runs))
+            if page.locator('[role="spinbutton"][aria-label^="hour"]').count():  # the trip bar
+                runs = departures_typed(page, log, repeats)
+                summaries.append(summarise(f"floor, departure time typed, Enter: {name}", runs))
             if selector is not None:
                 origins, dests = floor_clicks(page, log, area, selector, repeats)
                 if origins:

@@ -422,12 +422,12 @@ def answer_text(page) -> str:
 
 ANSWER_JS = (
     '() => { const el = [...document.querySelectorAll(\'[data-testid="stCaptionContainer"],'
-    " [data-testid=\"stCode\"]')].find(e => e.innerText.includes('typically'));"
+    " [data-testid=\"stCode\"], .vrvm-copy-text')].find(e => e.innerText.includes('typically'));"
     " return el ? el.innerText : ''; }"
 )
 CHANGED_ANSWER_JS = (
     'before => { const el = [...document.querySelectorAll(\'[data-testid="stCaptionContainer"],'
-    " [data-testid=\"stCode\"]')].find(e => e.innerText.includes('typically'));"
+    " [data-testid=\"stCode\"], .vrvm-copy-text')].find(e => e.innerText.includes('typically'));"
     " return !!el && el.innerText !== before; }"
 )
 """True once an answer sentence other than ``before`` is shown."""

@@ -108,6 +108,11 @@ def test_click_two_zones_and_read_the_forecast(chromium, server, vrvm_home):
                 page, log, swap.click, CHANGED_ANSWER_JS, before, timeout_s=PAGE_MS / 1000
             )
             assert answer_text(page).startswith(f"From {zones[1][0]} to {zones[0][0]}")
+            # the sentence's Copy button puts exactly the sentence on the clipboard
+            page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+            page.locator(".vrvm-copy button").click()
+            page.get_by_role("button", name="Copied").wait_for(timeout=PAGE_MS)
+            assert page.evaluate("navigator.clipboard.readText()") == answer_text(page)
             record = {k: v for k, v in timing.items() if k != "timeline_ms"}
             (OUTPUT / "e2e_timing.json").write_text(json.dumps(record, indent=1))
             print(

@@ -168,6 +168,15 @@ def table_with(at: AppTest, column: str) -> pd.DataFrame:
     raise AssertionError(f"no table with {column!r}: {[list(f.value.columns) for f in tables]}")
 
 
+def answer_sentence(at: AppTest) -> str | None:
+    """The answer sentence in the Predict page's copy box, as shown (None: no answer)."""
+    for element in at.html:
+        found = re.search(r'<span class="vrvm-copy-text">(.*?)</span>', element.value, re.S)
+        if found:
+            return html.unescape(found.group(1))
+    return None
+
+
 def shown(markdown: str) -> str:
     """What a Markdown text shows: user strings reach the page with ``\\`` escapes."""
     return re.sub(r"\\(.)", r"\1", markdown)
@@ -221,7 +230,7 @@ def test_a_first_visit_opens_on_a_busy_trip_with_its_answer(vrvm_home):
     assert at.selectbox(key="od_dest").value == dest.label
     assert not at.info  # nothing asks to choose first
     assert metrics(at)["Median"].endswith(" min")
-    sentence = at.code[0].value  # the answer to copy onto a slide (a copy button)
+    sentence = answer_sentence(at)  # the answer to copy onto a slide (a copy button)
     assert sentence.startswith(f"From {origin.label} to {dest.label}, leaving ")
     assert "typically" in sentence and sentence.endswith("Synthetic data.")
     assert any("press Swap for the way back" in m.value for m in at.markdown)
