@@ -4,11 +4,14 @@ On the Chicago taxi sample (``../shared/data/chicago_taxi_trips.csv`` from the r
 root; ``--city nyc`` and ``--city sf`` for the NYC 2016 taxi and San Francisco bike-share
 samples there, ``--city synthetic`` for 14,000 trips of Synthetica), after the documented
 cleaning of :func:`vrvm.read_trips` (defaults: drop trips
-shorter than 60 s, longer than 3 h or faster than 120 km/h straight-line), two splits
+shorter than 60 s, longer than 3 h or faster than 120 km/h straight-line), these splits
 are scored:
 
 * ``random``: a random 80/20 split (``numpy.random.default_rng(0).permutation``);
-* ``time``: train on the earliest 80 % of trips by start time, test on the rest.
+* ``time``: train on the earliest 80 % of trips by start time, test on the rest;
+* ``blocks`` (only when ``--splits`` asks for it): random whole hours of start time to
+  test, about 20 % of the trips, so that riders starting together on the same pair fall
+  on one side (:func:`make_splits`).
 
 Models, all fitted on the same features (the ``TripFeaturizer`` inputs ``X`` and the
 linear distance column ``d``, fitted on the training trips; ``d`` is the standardised
@@ -296,10 +299,32 @@ class Split:
         }
 
 
+#: Minutes of start time that the "blocks" split keeps on one side.
+BLOCK_MINUTES = 60
+
+
 def make_splits(trips: pd.DataFrame, train_share: float = 0.8, seed: int = SEED) -> list[Split]:
+    """The random, time-ordered and blocked splits of ``trips``.
+
+    ``blocks``: whole hours of start time (:data:`BLOCK_MINUTES`) go to the test side, in
+    a random order, as many as bring it closest to ``1 - train_share`` of the trips.
+    Trips that start minutes apart on the same pair (riders travelling together: on the
+    SF bike share 10 % of the trips have such a companion, whose duration is almost
+    theirs) then fall on one side, as they do for a planner, who never knows a
+    companion's duration before a trip; the random split puts one in training and the
+    other in test.
+    """
     n_train = round(train_share * len(trips))
     perm = np.random.default_rng(seed).permutation(len(trips))
     order = np.argsort(trips["start_time"].to_numpy(), kind="stable")
+    block = trips["start_time"].astype("int64").to_numpy() // (BLOCK_MINUTES * 60 * 10**9)  # UTC
+    blocks, block_of = np.unique(block, return_inverse=True)
+    counts = np.bincount(block_of, minlength=len(blocks))
+    shuffled = np.random.default_rng(seed).permutation(len(blocks))
+    # as many blocks as bring the test side closest to its share
+    cumulative = np.concatenate([[0], np.cumsum(counts[shuffled])])
+    n_test_blocks = int(np.argmin(np.abs(cumulative - (len(trips) - n_train))))
+    in_test = np.isin(block_of, shuffled[:n_test_blocks])
 
     def take(rows):
         return trips.iloc[np.sort(rows)].reset_index(drop=True)
@@ -317,6 +342,14 @@ def make_splits(trips: pd.DataFrame, train_share: float = 0.8, seed: int = SEED)
             "time-ordered: earliest 80 % train",
             take(order[:n_train]),
             take(order[n_train:]),
+            seed,
+        ),
+        Split(
+            "blocks",
+            f"random {BLOCK_MINUTES}-minute blocks of start time to test, about 20 % of the "
+            f"trips (numpy default_rng({seed}).permutation of the blocks)",
+            take(np.flatnonzero(~in_test)),
+            take(np.flatnonzero(in_test)),
             seed,
         ),
     ]
@@ -1794,7 +1827,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--splits",
         default=None,
-        help="comma-separated: random,time (default both; with --anchors random)",
+        help="comma-separated: random,time,blocks (default random,time; with --anchors random)",
     )
     parser.add_argument("--gp-restarts", type=int, default=0, help="GP optimizer restarts (cap)")
     parser.add_argument("--gp-max-iter", type=int, default=50, help="GP L-BFGS-B iteration cap")
