@@ -420,14 +420,14 @@ def answer_text(page) -> str:
     return page.evaluate(ANSWER_JS)
 
 
-ANSWER_JS = (
-    '() => { const el = [...document.querySelectorAll(\'[data-testid="stCaptionContainer"],'
-    " [data-testid=\"stCode\"], .vrvm-copy-text')].find(e => e.innerText.includes('typically'));"
-    " return el ? el.innerText : ''; }"
+_ANSWER_ELEMENT = (
+    '[...document.querySelectorAll(\'[data-testid="stCaptionContainer"],'
+    " [data-testid=\"stCode\"], .vrvm-copy-text')].find(e => e.innerText.includes('typically'))"
 )
+"""The element showing the answer sentence: the Predict page's copy box, or a floor's
+code block or caption (``benchmarks/ui_floors``)."""
+ANSWER_JS = f"() => {{ const el = {_ANSWER_ELEMENT}; return el ? el.innerText : ''; }}"
 CHANGED_ANSWER_JS = (
-    'before => { const el = [...document.querySelectorAll(\'[data-testid="stCaptionContainer"],'
-    " [data-testid=\"stCode\"], .vrvm-copy-text')].find(e => e.innerText.includes('typically'));"
-    " return !!el && el.innerText !== before; }"
+    f"before => {{ const el = {_ANSWER_ELEMENT}; return !!el && el.innerText !== before; }}"
 )
 """True once an answer sentence other than ``before`` is shown."""
