@@ -34,9 +34,12 @@ def _support_note(answer: forecast.ODAnswer) -> None:
             "The training trips of this model were not kept, so how many of them went "
             "between these places is unknown. " + spread
         )
-    elif support.thin:
+    elif support.caution:
+        title = "Thin data."
+        if not support.thin:  # the pair is well travelled, but not on this kind of day
+            title = f"{'No' if support.n_day_kind == 0 else 'Few'} trips on a {support.day_kind}."
         st.warning(
-            f"**Thin data.** {plain_markdown(support.sentence())} {spread}",
+            f"**{title}** {plain_markdown(support.sentence())} {spread}",
             icon=":material/warning:",
         )
     else:

@@ -157,3 +157,37 @@ def test_member_medians_are_the_members_own(tiny_model, pair):
         assert median == pytest.approx(alone.median()[0] / 60, rel=1e-9)
     mixture = dist.median()[0] / 60
     assert medians.min() <= mixture <= medians.max()
+
+
+def test_a_weekend_answer_from_weekday_trips_is_flagged_at_every_door(tiny_home, tiny_model):
+    """The page's answer and the batch answers (API, matrices, notebook) both say when
+    the model learned nothing of the departure's kind of day."""
+    from vrvm.services.answers.summaries import trip_summaries
+    from vrvm.services.map.area import build_service_area
+    from vrvm.services.planning.coverage import coverage_grid
+
+    trips = Home(tiny_home).load_training_trips(tiny_model)
+    local = trips["start_time"].dt.tz_convert(tiny_model.tz_)
+    weekdays = trips.loc[local.dt.weekday.to_numpy() < 5].reset_index(drop=True)
+    assert 0 < len(weekdays) < len(trips)
+    area = build_service_area(tiny_model, trips=weekdays)
+    busy, _ = busiest_and_emptiest_pairs(area)
+    kwargs = {"trips": weekdays, "resolution": area.resolution, "area": area}
+    saturday = DEPARTURE + pd.Timedelta(days=4)  # Tuesday 2024-03-05 -> Saturday
+    answer = answer_od(tiny_model, *busy, saturday, 20, **kwargs)
+    assert not answer.support.thin and answer.support.thin_day and answer.support.caution
+    assert "for a Saturday" in answer.support.sentence()
+    tuesday = answer_od(tiny_model, *busy, DEPARTURE, 20, **kwargs)
+    assert not tuesday.support.caution and "weekend" not in tuesday.support.sentence()
+
+    queries = pd.concat([query_frame(*busy, DEPARTURE), query_frame(*busy, saturday)])
+    table = trip_summaries(tiny_model, queries.reset_index(drop=True), area=area)
+    assert table["support_trips"].tolist()[0] == table["support_trips"].tolist()[1] > 0
+    assert table["thin"].tolist() == [False, True]
+    # the reach map: every zone faded on a Saturday, only the thin pairs on a Tuesday
+    reach = {
+        when: coverage_grid(tiny_model, area, busy[0], when, 20) for when in (DEPARTURE, saturday)
+    }
+    assert reach[saturday]["thin"].all()
+    assert not reach[DEPARTURE]["thin"].all()
+    assert reach[DEPARTURE]["support_trips"].equals(reach[saturday]["support_trips"])

@@ -137,3 +137,39 @@ def test_a_place_of_another_map_is_refused_not_called_unknown(tiny_model, tiny_a
         answer_od(
             tiny_model, origin, elsewhere, departure, 15, trips=None, resolution=8, area=tiny_area
         )
+
+
+def test_a_kind_of_day_the_model_never_saw_is_said():
+    """The San Francisco bike-share sample has weekday trips only: a model trained on it
+    answered for a Saturday with no word that it never saw a weekend."""
+    zones, _, _, trips = small_frame()
+    local = trips["start_time"].dt.tz_convert("America/Chicago")
+    weekdays = trips.loc[local.dt.weekday.to_numpy() < 5].reset_index(drop=True)
+    support = build_trip_support(zones, RES, weekdays, "America/Chicago")
+    assert support.day_kind_trips("weekend") == 0
+    assert support.day_kind_trips("weekday") == len(weekdays)
+    od = weekdays.index[0]
+    o = zones.index(h3.latlng_to_cell(*weekdays.loc[od, ["origin_lat", "origin_lon"]], RES))
+    d = zones.index(h3.latlng_to_cell(*weekdays.loc[od, ["dest_lat", "dest_lon"]], RES))
+    saturday = pair_support(support, o, d, 8 * 60, weekday=5)
+    assert saturday.n_near > 0 and saturday.day_kind == "weekend" and saturday.n_day_kind == 0
+    assert saturday.thin_day and saturday.caution
+    text = saturday.sentence()
+    assert "None of the training trips departed on a weekend" in text
+    assert "for a Saturday" in text and text.endswith("Treat it with caution.")
+    tuesday = pair_support(support, o, d, 8 * 60, weekday=1)
+    assert not tuesday.thin_day and tuesday.n_day_kind == len(weekdays)
+    assert "weekend" not in tuesday.sentence()
+    # not asked: nothing claimed either way
+    assert pair_support(support, o, d, 8 * 60).n_day_kind is None
+    # thin for the pair and for the day: one caution, both reasons
+    both = PairSupport(0, 1, 0, weekday=6, n_day_kind=0).sentence()
+    assert both.count("Treat it with caution.") == 1 and "for a Sunday" in both
+
+
+def test_the_kind_of_day_is_the_local_one():
+    """05:00 UTC on a Saturday is still Friday night in Chicago."""
+    zones, _, _, trips = small_frame(n=1)
+    trips["start_time"] = pd.Timestamp("2024-03-09 05:00", tz="UTC")
+    assert build_trip_support(zones, RES, trips, "America/Chicago").day_kind_trips("weekday") == 1
+    assert build_trip_support(zones, RES, trips, "UTC").day_kind_trips("weekend") == 1

@@ -70,6 +70,30 @@ def test_kept_trips_give_the_area_of_the_trips_in_memory(home, tiny_model, tiny_
     _same_area(again, tiny_area)
 
 
+def test_an_index_kept_before_the_day_counts_is_built_again(home, tiny_model, tiny_area):
+    """Homes kept indexes before they counted the trips by kind of day: such an index
+    is built again (in place), not read as if no trip were on a weekend or a weekday."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    table = Home(home).training_trip_table(tiny_model)
+    area = build_service_area(tiny_model, trips=table)
+    counts = {k: area.support.day_kind_trips(k) for k in ("weekday", "weekend")}
+    assert sum(counts.values()) == len(table) and min(counts.values()) > 0
+    path = area.support.index.path
+    old = pq.read_table(path)
+    document = json.loads(old.schema.metadata[zone_index._META_KEY])
+    del document["meta"]["day_kind_trips"]  # as an index from before the counts
+    metadata = {**old.schema.metadata, zone_index._META_KEY: json.dumps(document).encode()}
+    pq.write_table(old.replace_schema_metadata(metadata), path)
+    assert zone_index.ZoneIndex.open(path).meta.get("day_kind_trips") is None
+    fresh = build_service_area(tiny_model, trips=Home(home).training_trip_table(tiny_model))
+    assert {k: fresh.support.day_kind_trips(k) for k in counts} == counts
+    assert zone_index.ZoneIndex.open(path).meta["day_kind_trips"] == counts
+    _same_area(fresh, tiny_area)
+
+
 def test_support_counts_match_for_every_pair(home, tiny_model, tiny_area, small_groups):
     area = build_service_area(tiny_model, trips=Home(home).training_trip_table(tiny_model))
     n = len(area.grid)

@@ -702,7 +702,10 @@ class Support(BaseModel):
 
     trips: int
     trips_at_time: int = Field(description="Those within an hour of the departure's time of day.")
-    thin: bool = Field(description="Fewer than 5 trips: treat the answer with caution.")
+    thin: bool = Field(
+        description="Fewer than 5 trips, or fewer than 5 of all the training trips on the "
+        "departure's kind of day (weekday or weekend): treat the answer with caution."
+    )
 
 
 class TripResult(BaseModel):

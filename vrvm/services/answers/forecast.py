@@ -24,7 +24,13 @@ from vrvm.engine.recalibrated import RecalibratedMixture
 from vrvm.services.answers.indices import ReliabilityIndices, od_indices
 from vrvm.services.map.area import ServiceArea
 from vrvm.services.map.places import Place
-from vrvm.services.map.support import PairSupport, minute_of_day, observed_frame, pair_support
+from vrvm.services.map.support import (
+    PairSupport,
+    local_weekday,
+    minute_of_day,
+    observed_frame,
+    pair_support,
+)
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.places.zones import latlng_to_zone
 from vrvm.trips.store.trip_table import TripTable
@@ -404,8 +410,9 @@ def od_support(
     """Training trips behind the answer from ``origin`` to ``dest`` (None if not kept).
 
     See :func:`vrvm.services.map.support.pair_support`: trips from the origin's zone or a
-    neighbouring one to the destination's zone or a neighbouring one, and those of
-    them within an hour of the departure's time of day.
+    neighbouring one to the destination's zone or a neighbouring one, those of
+    them within an hour of the departure's time of day, and all the training trips on
+    the departure's kind of day (weekday or weekend).
 
     Raises
     ------
@@ -416,7 +423,10 @@ def od_support(
     o_row, d_row = _zone_rows(area, origin, dest)
     if area.support is None or area.support.n_zones != len(area.grid):
         return None
-    return pair_support(area.support, o_row, d_row, minute_of_day(departure, tz))
+    weekday = local_weekday(pd.Series([pd.Timestamp(departure)]), tz)[0]
+    return pair_support(
+        area.support, o_row, d_row, minute_of_day(departure, tz), weekday=int(weekday)
+    )
 
 
 def _zone_rows(area: ServiceArea, origin: Place, dest: Place) -> tuple[int, int]:

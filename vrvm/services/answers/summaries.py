@@ -34,7 +34,7 @@ from vrvm.services.answers.indices import (
 )
 from vrvm.services.display.formatting import format_number
 from vrvm.services.map.area import ServiceArea
-from vrvm.services.map.support import THIN_TRIPS, local_minutes, origin_support
+from vrvm.services.map.support import THIN_TRIPS, local_minutes, origin_support, thin_days
 from vrvm.trips.model.travel_time import TravelTimeModel
 
 __all__ = [
@@ -104,10 +104,14 @@ def trips_support(
     ``support_trips`` counts the training trips from the origin's zone or a neighbour
     to the destination's zone or a neighbour (for polygons: between the two polygons),
     ``support_trips_at_time`` those of them within an hour of the departure's time of
-    day, and ``thin`` says fewer than :data:`~vrvm.services.map.support.THIN_TRIPS`: the
-    counts the reach map shows (:func:`~vrvm.services.map.support.origin_support`). An end
-    outside every zone has no indexed trips (0). The queries are grouped by origin
-    zone and minute, one count per group over all zones.
+    day, and ``thin`` says fewer than :data:`~vrvm.services.map.support.THIN_TRIPS` of
+    them, or fewer than that many of all the training trips on the departure's kind of
+    day (:meth:`~vrvm.services.map.support.TripSupport.day_kind_trips`: a model that
+    learned from weekdays alone answers for a Saturday with what it learned on
+    weekdays). The counts are those the reach map shows
+    (:func:`~vrvm.services.map.support.origin_support`). An end outside every zone has
+    no indexed trips (0). The queries are grouped by origin zone and minute, one count
+    per group over all zones.
     """
     support = area.support
     if support is None or support.n_zones != len(area.grid):
@@ -126,7 +130,8 @@ def trips_support(
         counts = origin_support(support, int(row), float(when))
         total[where] = counts["support_trips"].to_numpy()[dest[where]]
         at_time[where] = counts["support_trips_at_time"].to_numpy()[dest[where]]
-    return {"support_trips": total, "support_trips_at_time": at_time, "thin": total < THIN_TRIPS}
+    thin = (total < THIN_TRIPS) | thin_days(support, queries["start_time"], model.tz_)
+    return {"support_trips": total, "support_trips_at_time": at_time, "thin": thin}
 
 
 def trip_summaries(

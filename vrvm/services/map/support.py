@@ -7,7 +7,10 @@ only the trips from near the origin, the trips that started in the origin's zone
 neighbouring one and ended in the destination's zone or a neighbouring one, in all and
 within ``WINDOW_MIN`` minutes of the departure's time of day; :func:`origin_support` counts
 them from one origin to every zone (the reach map). Fewer than ``THIN_TRIPS`` such
-trips is *thin support*, which the pages say in plain words. Zones are H3 cells
+trips is *thin support*, which the pages say in plain words. The index also counts all
+training trips by kind of day (:data:`DAY_KINDS`): a model that learned from weekdays
+alone (the San Francisco bike-share sample has no weekend trip) answers for a Saturday
+with what it learned on weekdays, and :meth:`PairSupport.sentence` says so. Zones are H3 cells
 (:func:`build_trip_support`, neighbours are the touching cells) or a planner's
 polygons (:func:`index_trips` with ``neighbours=None``: trips are counted between exactly
 the two polygons, which are already the areas a planner reasons in);
@@ -35,19 +38,23 @@ from vrvm.trips.places.zones import latlng_to_zone
 from vrvm.trips.store.zone_index import ZoneIndex
 
 __all__ = [
+    "DAY_KINDS",
     "THIN_TRIPS",
     "WINDOW_MIN",
     "PairSupport",
     "TripSupport",
     "build_trip_support",
+    "day_kind",
     "index_trips",
     "local_minutes",
+    "local_weekday",
     "minute_of_day",
     "observed_frame",
     "observed_near",
     "observed_trips",
     "origin_support",
     "pair_support",
+    "thin_days",
 ]
 
 THIN_TRIPS = 5
@@ -57,6 +64,10 @@ MEMO_TRIPS = 2_000_000
 """Most trips :meth:`TripSupport.trips_from` remembers (about 32 bytes each)."""
 """Trips "at this time of day" departed within this many minutes of the departure."""
 _DAY_MIN = 24 * 60
+DAY_KINDS = ("weekday", "weekend")
+"""The kinds of day the model tells apart (its ``is_weekend`` input): Monday to Friday,
+and Saturday and Sunday."""
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,12 @@ class TripSupport:
     def trip_row(self) -> np.ndarray:
         """Position in the training table of every trip starting in a zone (all read)."""
         return self.index.column("row", inside_only=True)
+
+    def day_kind_trips(self, kind: str) -> int | None:
+        """All training trips (in a zone or not) that departed on a ``kind`` of day
+        (:data:`DAY_KINDS`), or None for an index built before they were counted."""
+        counts = self.index.meta.get("day_kind_trips")
+        return None if counts is None else int(counts.get(kind, 0))
 
     def near(self, row: int) -> np.ndarray:
         """Rows of zone ``row`` and of the zones touching it."""
@@ -227,7 +244,12 @@ def index_trips(
         "minute": local_minutes(start_time, tz),
         **(extra or {}),
     }
-    meta = {"tz": tz, "with_neighbours": with_neighbours}
+    kinds = day_kind(local_weekday(start_time, tz))
+    meta = {
+        "tz": tz,
+        "with_neighbours": with_neighbours,
+        "day_kind_trips": {kind: int(np.count_nonzero(kinds == kind)) for kind in DAY_KINDS},
+    }
     index = ZoneIndex.build(columns, n_zones=neighbours.shape[0], meta=meta, path=path)
     return TripSupport(neighbours, index, int(origin_row.size), with_neighbours)
 
@@ -244,6 +266,57 @@ def local_minutes(start_time: pd.Series, tz: str | None = None) -> np.ndarray:
     if start.dt.tz is not None and tz is not None:
         start = start.dt.tz_convert(tz)
     return (start.dt.hour * 60 + start.dt.minute + start.dt.second / 60.0).to_numpy(float)
+
+
+def local_weekday(start_time: pd.Series, tz: str | None = None) -> np.ndarray:
+    """Local weekday (Monday = 0) of each departure (read in ``tz`` if aware).
+
+    Examples
+    --------
+    >>> start = pd.Series(pd.to_datetime(["2024-03-09 05:00"], utc=True))  # a Saturday
+    >>> local_weekday(start, "UTC"), local_weekday(start, "America/Chicago")  # still Friday
+    (array([5]), array([4]))
+    """
+    start = start_time
+    if start.dt.tz is not None and tz is not None:
+        start = start.dt.tz_convert(tz)
+    return start.dt.weekday.to_numpy(np.int64)
+
+
+def day_kind(weekday):
+    """The kind of day (:data:`DAY_KINDS`) of weekdays (Monday = 0), as the model's
+    ``is_weekend`` input tells them apart.
+
+    Examples
+    --------
+    >>> day_kind(5), day_kind(np.array([0, 4, 6])).tolist()
+    ('weekend', ['weekday', 'weekday', 'weekend'])
+    """
+    if np.ndim(weekday) == 0:
+        return DAY_KINDS[int(weekday) >= 5]
+    return np.where(np.asarray(weekday) >= 5, DAY_KINDS[1], DAY_KINDS[0])
+
+
+def thin_days(support: TripSupport, start_time: pd.Series, tz: str | None = None) -> np.ndarray:
+    """Whether fewer than :data:`THIN_TRIPS` of all the training trips departed on each
+    departure's kind of day (:data:`DAY_KINDS`, read in ``tz``); False throughout for an
+    index without the counts.
+
+    Examples
+    --------
+    >>> start = pd.Series(pd.date_range("2024-03-05 08:00", periods=6, freq="h"))  # Tuesday
+    >>> support = index_trips(np.zeros(6, int), np.zeros(6, int), start, 1)
+    >>> asked = pd.Series(pd.to_datetime(["2024-03-09 08:00", "2024-03-12 08:00"]))
+    >>> thin_days(support, asked).tolist()  # a Saturday, a Tuesday
+    [True, False]
+    """
+    kinds = day_kind(local_weekday(start_time, tz))
+    thin = np.zeros(len(kinds), dtype=bool)
+    for kind in DAY_KINDS:
+        n_day = support.day_kind_trips(kind)
+        if n_day is not None and n_day < THIN_TRIPS:
+            thin |= kinds == kind
+    return thin
 
 
 def _within_window(minute: np.ndarray, departure_min: float, window_min: float) -> np.ndarray:
@@ -271,6 +344,11 @@ class PairSupport:
     with_neighbours : bool
         Whether neighbouring zones count (H3 cells); False for a planner's polygons,
         where ``n_near`` equals ``n_zone_pair``.
+    weekday : int or None
+        The departure's local weekday (Monday = 0); None when not asked.
+    n_day_kind : int or None
+        All the model's training trips, anywhere, that departed on the same kind of
+        day (:data:`DAY_KINDS`) as the departure; None when not counted.
     """
 
     n_zone_pair: int
@@ -279,6 +357,8 @@ class PairSupport:
     window_min: float = WINDOW_MIN
     threshold: int = THIN_TRIPS
     with_neighbours: bool = True
+    weekday: int | None = None
+    n_day_kind: int | None = None
 
     @property
     def thin(self) -> bool:
@@ -290,8 +370,56 @@ class PairSupport:
         """Fewer than ``threshold`` of them around this time of day."""
         return self.n_near_at_time < self.threshold
 
+    @property
+    def day_kind(self) -> str | None:
+        """The departure's kind of day (:data:`DAY_KINDS`), or None when not asked."""
+        return None if self.weekday is None else day_kind(self.weekday)
+
+    @property
+    def thin_day(self) -> bool:
+        """Fewer than ``threshold`` of the model's training trips departed on this kind
+        of day: the answer is what the model learned on the other kind."""
+        return self.n_day_kind is not None and self.n_day_kind < self.threshold
+
+    @property
+    def caution(self) -> bool:
+        """Whether the answer should be read with caution: thin support for the pair
+        (:attr:`thin`) or for the kind of day (:attr:`thin_day`)."""
+        return self.thin or self.thin_day
+
+    def day_sentence(self) -> str:
+        """What the model learned of the departure's kind of day, when too little.
+
+        Examples
+        --------
+        >>> print(PairSupport(9, 9, 9, weekday=5, n_day_kind=0).day_sentence())
+        ... # doctest: +NORMALIZE_WHITESPACE
+        None of the training trips departed on a weekend: for a Saturday this model
+        answers with what it learned on weekdays.
+        >>> print(PairSupport(9, 9, 9, weekday=0, n_day_kind=2).day_sentence())
+        ... # doctest: +NORMALIZE_WHITESPACE
+        Only 2 training trips departed on a weekday: for a Monday this model answers
+        mostly with what it learned on weekends.
+        >>> PairSupport(9, 9, 9, weekday=0, n_day_kind=200).day_sentence()
+        ''
+        """
+        if not self.thin_day:
+            return ""
+        kind, other = self.day_kind, DAY_KINDS[self.day_kind == DAY_KINDS[0]]
+        day = _DAY_NAMES[self.weekday]
+        if self.n_day_kind == 0:
+            return (
+                f"None of the training trips departed on a {kind}: for a {day} this model "
+                f"answers with what it learned on {other}s."
+            )
+        trips = "trip" if self.n_day_kind == 1 else "trips"
+        return (
+            f"Only {self.n_day_kind} training {trips} departed on a {kind}: for a {day} "
+            f"this model answers mostly with what it learned on {other}s."
+        )
+
     def sentence(self) -> str:
-        """What stands behind the answer, in plain words.
+        """What stands behind the answer, in plain words (with :meth:`day_sentence`).
 
         Examples
         --------
@@ -303,7 +431,21 @@ class PairSupport:
         time of day: at this hour the answer leans on trips at other times.
         >>> PairSupport(7, 7, 6, with_neighbours=False).sentence()
         '7 training trips went between these two zones, 6 within ±1 h of this time of day.'
+        >>> print(PairSupport(7, 7, 6, with_neighbours=False, weekday=6, n_day_kind=0).sentence())
+        ... # doctest: +NORMALIZE_WHITESPACE
+        7 training trips went between these two zones, 6 within ±1 h of this time of
+        day. None of the training trips departed on a weekend: for a Sunday this model
+        answers with what it learned on weekdays. Treat it with caution.
         """
+        line = self._pair_sentence()
+        day = self.day_sentence()
+        if not day:
+            return line
+        if line.endswith("Treat it with caution."):
+            return f"{line.removesuffix(' Treat it with caution.')} {day} Treat it with caution."
+        return f"{line} {day} Treat it with caution."
+
+    def _pair_sentence(self) -> str:
         where = "between these two areas (the same or neighbouring zones)"
         if not self.with_neighbours:
             where = "between these two zones"
@@ -337,8 +479,11 @@ def pair_support(
     departure_min: float,
     *,
     window_min: float = WINDOW_MIN,
+    weekday: int | None = None,
 ) -> PairSupport:
-    """Count the training trips behind the answer from zone row to zone row."""
+    """Count the training trips behind the answer from zone row to zone row; with the
+    departure's local ``weekday`` (Monday = 0), also all the training trips on its kind
+    of day (:meth:`TripSupport.day_kind_trips`)."""
     found = support.trips_from(support.near(origin_row), ("dest", "minute"))
     dest, minute = found["dest"].astype(np.int64), found["minute"]
     near_dest = np.zeros(support.n_zones + 1, dtype=bool)  # the last entry: outside (-1)
@@ -352,6 +497,8 @@ def pair_support(
         n_near_at_time=int(np.count_nonzero(at_time)),
         window_min=float(window_min),
         with_neighbours=support.with_neighbours,
+        weekday=None if weekday is None else int(weekday),
+        n_day_kind=None if weekday is None else support.day_kind_trips(day_kind(weekday)),
     )
 
 

@@ -91,7 +91,9 @@ def _kept_index(table: TripTable, name: str, build) -> tuple[dict, TripSupport]:
 
     ``build(path)`` computes them (writing the index to ``path``, or to memory when
     None). The JSON is written last, so that it names a complete index; a cache that
-    cannot be read is built again, one that cannot be written is kept in memory.
+    cannot be read is built again, and so is one kept before the index counted the
+    trips by kind of day (:meth:`TripSupport.day_kind_trips`); one that cannot be
+    written is kept in memory.
     """
     document_path, index_path = (
         table.cache_path(name + ".json"),
@@ -101,7 +103,8 @@ def _kept_index(table: TripTable, name: str, build) -> tuple[dict, TripSupport]:
         try:
             layout = json.loads(document_path.read_text(encoding="utf-8"))
             index = ZoneIndex.open(index_path)
-            return layout, _support_of(layout, index)
+            if "day_kind_trips" in index.meta:  # else from before the counts: build again
+                return layout, _support_of(layout, index)
         except (OSError, ValueError, KeyError):
             pass  # damaged: build it again
     try:

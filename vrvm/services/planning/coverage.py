@@ -38,7 +38,13 @@ from vrvm.services.display.csv_cells import safe_cells
 from vrvm.services.display.formatting import format_number
 from vrvm.services.map.area import ServiceArea
 from vrvm.services.map.places import Place
-from vrvm.services.map.support import THIN_TRIPS, WINDOW_MIN, minute_of_day, origin_support
+from vrvm.services.map.support import (
+    THIN_TRIPS,
+    WINDOW_MIN,
+    minute_of_day,
+    origin_support,
+    thin_days,
+)
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.places.zones import json_scalars, zones_geojson
 
@@ -77,7 +83,9 @@ def coverage_grid(
     ``support_trips`` (training trips from the origin's zone or a neighbour to the
     zone or a neighbour; for polygons from the origin's polygon to the zone),
     ``support_trips_at_time`` (those within an hour of the departure's time of day)
-    and ``thin`` (fewer than :data:`~vrvm.services.map.support.THIN_TRIPS` support trips).
+    and ``thin`` (fewer than :data:`~vrvm.services.map.support.THIN_TRIPS` support trips,
+    or than that many training trips at all on the departure's kind of day:
+    :func:`~vrvm.services.map.support.thin_days`).
     With ``indices=True``, also each zone's ``free_flow_min``, ``planning_time_index``,
     ``buffer_index`` and ``misery_index`` (:mod:`vrvm.services.answers.indices`).
     """
@@ -102,7 +110,8 @@ def coverage_grid(
         counts = origin_support(area.support, row, minute_of_day(departure, model.tz_))
         out["support_trips"] = counts["support_trips"].to_numpy()
         out["support_trips_at_time"] = counts["support_trips_at_time"].to_numpy()
-        out["thin"] = out["support_trips"].to_numpy() < THIN_TRIPS
+        day = thin_days(area.support, pd.Series([pd.Timestamp(departure)]), model.tz_)
+        out["thin"] = (out["support_trips"].to_numpy() < THIN_TRIPS) | day[0]
     return out
 
 
