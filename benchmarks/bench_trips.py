@@ -810,8 +810,6 @@ def _version(package: str) -> str | None:
 
 
 def environment() -> dict[str, Any]:
-    import lightgbm
-    import ngboost
     import scipy
     import sklearn
 
@@ -827,8 +825,9 @@ def environment() -> dict[str, Any]:
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "sklearn": sklearn.__version__,
-        "lightgbm": lightgbm.__version__,
-        "ngboost": ngboost.__version__,
+        # None where not installed (the anchors runs need only the models they fit)
+        "lightgbm": _version("lightgbm"),
+        "ngboost": _version("ngboost"),
         "quantile_forest": _version("quantile-forest"),
         "xgboost": _version("xgboost") or _version("xgboost-cpu"),
         "xgboost_distribution": _version("xgboost-distribution"),
