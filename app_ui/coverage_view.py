@@ -149,7 +149,9 @@ def show_results(
         },
     )
     thin = ""
-    if summary.get("n_thin"):
+    if summary.get("day_note"):
+        thin = f" Every zone is faded. {summary['day_note']}"
+    elif summary.get("n_thin"):
         where = "from near the origin" if ctx.area.kind != "polygons" else "from the origin's zone"
         thin = (
             f" {summary['n_thin']} of {summary['n_zones']} zones are faded: fewer than "

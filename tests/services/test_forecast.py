@@ -164,7 +164,7 @@ def test_a_weekend_answer_from_weekday_trips_is_flagged_at_every_door(tiny_home,
     the model learned nothing of the departure's kind of day."""
     from vrvm.services.answers.summaries import trip_summaries
     from vrvm.services.map.area import build_service_area
-    from vrvm.services.planning.coverage import coverage_grid
+    from vrvm.services.planning.coverage import coverage_grid, coverage_map, reachable_summary
 
     trips = Home(tiny_home).load_training_trips(tiny_model)
     local = trips["start_time"].dt.tz_convert(tiny_model.tz_)
@@ -191,3 +191,7 @@ def test_a_weekend_answer_from_weekday_trips_is_flagged_at_every_door(tiny_home,
     assert reach[saturday]["thin"].all()
     assert not reach[DEPARTURE]["thin"].all()
     assert reach[DEPARTURE]["support_trips"].equals(reach[saturday]["support_trips"])
+    notes = {when: reachable_summary(grid, 0.8)["day_note"] for when, grid in reach.items()}
+    assert "for a Saturday" in notes[saturday] and notes[DEPARTURE] == ""
+    legend = coverage_map(reach[saturday], "probability", 20)[2]
+    assert legend[-1][0].endswith("on this kind of day)")

@@ -45,6 +45,7 @@ __all__ = [
     "TripSupport",
     "build_trip_support",
     "day_kind",
+    "day_note",
     "index_trips",
     "local_minutes",
     "local_weekday",
@@ -319,6 +320,39 @@ def thin_days(support: TripSupport, start_time: pd.Series, tz: str | None = None
     return thin
 
 
+def day_note(support: TripSupport, departure, tz: str | None = None) -> str:
+    """:meth:`PairSupport.day_sentence` for one ``departure`` (read in ``tz`` if aware):
+    what the model learned of its kind of day when too little, else ``""``.
+
+    Examples
+    --------
+    >>> start = pd.Series(pd.date_range("2024-03-05 08:00", periods=6, freq="h"))  # Tuesday
+    >>> support = index_trips(np.zeros(6, int), np.zeros(6, int), start, 1)
+    >>> day_note(support, "2024-03-10 08:00").split(":")[0]
+    'None of the training trips departed on a weekend'
+    >>> day_note(support, "2024-03-12 08:00")
+    ''
+    """
+    weekday = int(local_weekday(pd.Series([pd.Timestamp(departure)]), tz)[0])
+    n_day = support.day_kind_trips(day_kind(weekday))
+    return "" if n_day is None or n_day >= THIN_TRIPS else _day_text(weekday, n_day)
+
+
+def _day_text(weekday: int, n_day: int) -> str:
+    kind = day_kind(weekday)
+    other, day = DAY_KINDS[kind == DAY_KINDS[0]], _DAY_NAMES[weekday]
+    if n_day == 0:
+        return (
+            f"None of the training trips departed on a {kind}: for a {day} this model "
+            f"answers with what it learned on {other}s."
+        )
+    trips = "trip" if n_day == 1 else "trips"
+    return (
+        f"Only {n_day} training {trips} departed on a {kind}: for a {day} "
+        f"this model answers mostly with what it learned on {other}s."
+    )
+
+
 def _within_window(minute: np.ndarray, departure_min: float, window_min: float) -> np.ndarray:
     gap = np.abs(minute - departure_min) % _DAY_MIN
     return np.minimum(gap, _DAY_MIN - gap) <= window_min  # circular: 23:30 is near 00:10
@@ -403,20 +437,7 @@ class PairSupport:
         >>> PairSupport(9, 9, 9, weekday=0, n_day_kind=200).day_sentence()
         ''
         """
-        if not self.thin_day:
-            return ""
-        kind, other = self.day_kind, DAY_KINDS[self.day_kind == DAY_KINDS[0]]
-        day = _DAY_NAMES[self.weekday]
-        if self.n_day_kind == 0:
-            return (
-                f"None of the training trips departed on a {kind}: for a {day} this model "
-                f"answers with what it learned on {other}s."
-            )
-        trips = "trip" if self.n_day_kind == 1 else "trips"
-        return (
-            f"Only {self.n_day_kind} training {trips} departed on a {kind}: for a {day} "
-            f"this model answers mostly with what it learned on {other}s."
-        )
+        return _day_text(self.weekday, self.n_day_kind) if self.thin_day else ""
 
     def sentence(self) -> str:
         """What stands behind the answer, in plain words (with :meth:`day_sentence`).

@@ -41,9 +41,9 @@ from vrvm.services.map.places import Place
 from vrvm.services.map.support import (
     THIN_TRIPS,
     WINDOW_MIN,
+    day_note,
     minute_of_day,
     origin_support,
-    thin_days,
 )
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.places.zones import json_scalars, zones_geojson
@@ -110,8 +110,9 @@ def coverage_grid(
         counts = origin_support(area.support, row, minute_of_day(departure, model.tz_))
         out["support_trips"] = counts["support_trips"].to_numpy()
         out["support_trips_at_time"] = counts["support_trips_at_time"].to_numpy()
-        day = thin_days(area.support, pd.Series([pd.Timestamp(departure)]), model.tz_)
-        out["thin"] = (out["support_trips"].to_numpy() < THIN_TRIPS) | day[0]
+        note = day_note(area.support, departure, model.tz_)
+        out["thin"] = (out["support_trips"].to_numpy() < THIN_TRIPS) | bool(note)
+        out.attrs["day_note"] = note  # why every zone is thin on this kind of day
     return out
 
 
@@ -119,7 +120,9 @@ def reachable_summary(grid: pd.DataFrame, confidence: float) -> dict[str, Any]:
     """How many zones are reached within the threshold with at least ``confidence``.
 
     With support counts in ``grid``, also ``n_thin``: how many zones have thin support
-    (fewer than ``thin_trips`` training trips from near the origin).
+    (fewer than ``thin_trips`` training trips from near the origin), and ``day_note``:
+    why every zone is thin when the model learned too little of the departure's kind
+    of day (:func:`~vrvm.services.map.support.day_note`; ``""`` otherwise).
     """
     reached = grid["prob_within"].to_numpy() >= confidence
     summary = {
@@ -131,6 +134,7 @@ def reachable_summary(grid: pd.DataFrame, confidence: float) -> dict[str, Any]:
     if "thin" in grid.columns:
         summary["n_thin"] = int(grid["thin"].sum())
         summary["thin_trips"] = THIN_TRIPS
+        summary["day_note"] = grid.attrs.get("day_note", "")
     return summary
 
 
@@ -212,6 +216,9 @@ def coverage_geojson(
 
 
 THIN_LEGEND = f"Faded: thin data (fewer than {THIN_TRIPS} training trips from near the origin)"
+THIN_LEGEND_DAY = (
+    f"Faded: thin data (fewer than {THIN_TRIPS} training trips at all on this kind of day)"
+)
 THIN_LEGEND_POLYGONS = (
     f"Faded: thin data (fewer than {THIN_TRIPS} training trips from the origin's zone)"
 )
@@ -261,6 +268,8 @@ def coverage_map(
                 tips, grid["support_trips"], grid["support_trips_at_time"], thin, strict=True
             )
         ]
-        if thin.any():
+        if grid.attrs.get("day_note"):  # every zone: the model never saw this kind of day
+            legend = [*legend, (THIN_LEGEND_DAY, THIN_SWATCH)]
+        elif thin.any():
             legend = [*legend, (THIN_LEGEND if near else THIN_LEGEND_POLYGONS, THIN_SWATCH)]
     return fill, tips, legend

@@ -148,7 +148,7 @@ from vrvm.services.display.colours import (
 from vrvm.services.display.csv_cells import safe_cells
 from vrvm.services.map.area import ServiceArea
 from vrvm.services.map.places import Place
-from vrvm.services.map.support import THIN_TRIPS, minute_of_day, origin_support, thin_days
+from vrvm.services.map.support import THIN_TRIPS, day_note, minute_of_day, origin_support
 from vrvm.services.planning.coverage import zone_collection
 from vrvm.services.planning.fleet import zone_demand
 from vrvm.trips.model.travel_time import TravelTimeModel
@@ -550,8 +550,8 @@ def origin_gaps(
     if counts is not None:
         out["support_trips"] = counts["support_trips"].to_numpy()
         out["support_trips_at_time"] = counts["support_trips_at_time"].to_numpy()
-        day = thin_days(area.support, pd.Series([pd.Timestamp(times[0])]), model.tz_)
-        out["thin"] = (out["support_trips"].to_numpy() < THIN_TRIPS) | day[0]
+        thin_day = bool(day_note(area.support, times[0], model.tz_))
+        out["thin"] = (out["support_trips"].to_numpy() < THIN_TRIPS) | thin_day
     out = _attrs(out, model, times, source, model.spread_.pit_map is not None)
     out.attrs["origin"] = {
         "lat": float(origin.lat),
