@@ -11,6 +11,10 @@ time, read in the new zone, as the field's label says.
 
 The departure is one date-and-time field (``st.datetime_input``): a date typed into it
 is applied on Enter, which a separate date box only did when it lost the focus.
+
+With the area's index of training trips (``support``), a departure on a kind of day
+the model learned too little of (a weekend, for a model of weekday trips) gets a
+warning under the field (:func:`day_caution`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import pandas as pd
 import streamlit as st
 
 from vrvm.services.answers import forecast
+from vrvm.services.map.support import TripSupport, day_note
 
 DEFAULT_THRESHOLD_MIN = 15.0
 
@@ -54,11 +59,13 @@ def _chosen(key: str, tz: str) -> None:
     st.session_state[f"{key}_zone"] = (tz, False)
 
 
-def show(key: str, tz: str, *, row: bool = False) -> tuple[pd.Timestamp, float]:
+def show(
+    key: str, tz: str, *, row: bool = False, support: TripSupport | None = None
+) -> tuple[pd.Timestamp, float]:
     """Departure (default: now in the model's time zone ``tz``) and threshold T in minutes.
 
     One under the other, or with ``row=True`` side by side (the Predict page's bar above
-    its answer).
+    its answer). With ``support``, :func:`day_caution` under them.
     """
     if row:
         when_column, now_column, threshold_column = st.columns(
@@ -93,7 +100,17 @@ def show(key: str, tz: str, *, row: bool = False) -> tuple[pd.Timestamp, float]:
         threshold = threshold_input(
             key, help="Probability of arriving within T minutes; on the coverage map, per zone."
         )
-    return forecast.combine_departure(when.date(), when.time(), tz), threshold
+    departure = forecast.combine_departure(when.date(), when.time(), tz)
+    day_caution(support, departure, tz)
+    return departure, threshold
+
+
+def day_caution(support: TripSupport | None, departure, tz: str) -> None:
+    """A warning when the model learned too little of ``departure``'s kind of day
+    (:func:`~vrvm.services.map.support.day_note`; nothing without ``support``)."""
+    note = "" if support is None else day_note(support, departure, tz)
+    if note:
+        st.warning(note, icon=":material/event_busy:")
 
 
 def threshold_input(key: str, help: str | None = None) -> float:

@@ -195,6 +195,9 @@ def show(key: str, ctx: ModelContext) -> None:
             inputs = _window_inputs(key, tz)
         else:
             inputs = _arrive_inputs(key, tz)
+        # the window's start, or the deadline (a departure hours before it is the same day
+        # but for a deadline just after midnight: the deadline's day is what a planner set)
+        trip_controls.day_caution(ctx.area.support, inputs[0], tz)
     with map_column:
         st.markdown(
             od_picker.legend_html("od")

@@ -212,7 +212,9 @@ def show(key: str, ctx: ModelContext) -> None:
     _apply_click(key, area)
     map_column, control_column = st.columns([5, 2], gap="medium")
     with control_column:
-        departure, threshold = trip_controls.show(f"{key}_trip", ctx.model.tz_)
+        departure, threshold = trip_controls.show(
+            f"{key}_trip", ctx.model.tz_, support=ctx.area.support
+        )
         st.session_state.setdefault(f"{key}_metric", "best")
         metric = st.segmented_control(
             "Colour zones by",

@@ -51,7 +51,9 @@ def _controls(key: str, ctx: ModelContext, place: Place):
         help="From: where trips leaving the place arrive in time. To: from where trips "
         "reach the place in time (who can reach the hospital within 15 minutes).",
     )
-    departure, within_min = trip_controls.show(f"{key}_trip", ctx.model.tz_)
+    departure, within_min = trip_controls.show(
+        f"{key}_trip", ctx.model.tz_, support=ctx.area.support
+    )
     st.session_state.setdefault(f"{key}_levels", list(isochrones.DEFAULT_PROBABILITIES))
     levels = st.multiselect(
         "Probabilities p",

@@ -132,7 +132,9 @@ def show(key: str, ctx: ModelContext) -> None:
         origins = _zone_picker(f"{key}_origins", "Origin zones", area)
     with right:
         destinations = _zone_picker(f"{key}_dests", "Destination zones", area)
-    departure, threshold_min = trip_controls.show(f"{key}_trip", ctx.model.tz_)
+    departure, threshold_min = trip_controls.show(
+        f"{key}_trip", ctx.model.tz_, support=ctx.area.support
+    )
     st.session_state.setdefault(f"{key}_quantiles", [0.9])
     st.session_state.setdefault(f"{key}_more", [])
     left, right = st.columns(2)

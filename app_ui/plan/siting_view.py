@@ -84,7 +84,7 @@ def _inputs(key: str, ctx: ModelContext):
     question = st.radio(
         "Question", list(QUESTIONS), format_func=QUESTIONS.get, key=f"{key}_question"
     )
-    when, threshold = trip_controls.show(f"{key}_trip", ctx.model.tz_)
+    when, threshold = trip_controls.show(f"{key}_trip", ctx.model.tz_, support=ctx.area.support)
     extra = st.multiselect(
         "Also average over these times of day",
         TIMES,

@@ -388,7 +388,7 @@ def show(key: str, ctx: ModelContext) -> None:
     inputs, answer = st.columns([5, 9], gap="medium")
     with inputs:
         chosen = _stop_inputs(key, labels)
-        departure, threshold_min = trip_controls.show(key, ctx.model.tz_)
+        departure, threshold_min = trip_controls.show(key, ctx.model.tz_, support=ctx.area.support)
     with answer:
         try:
             stops = [
