@@ -50,9 +50,9 @@ shown and until every map and chart is drawn, three fresh browser profiles, and 
 JavaScript and CSS bytes a new tab loads (decoded and transferred, the largest files).
 Two of them keep every answer once computed (``*_kept``: each interaction is done once
 untimed before the timed pass), the page with and without its Vega-Lite views: what it
-costs with no work of ours on the server. ``--renderers-only`` times those alone (no page, no other floor); ``--only STEM`` (again
-for more) times only the floors of those scripts, e.g. ``--only answer_vegalite --only
-answer_only``.
+costs with no work of ours on the server. ``--renderers-only`` times those alone (no
+page, no other floor); ``--only STEM`` (again for more) times only the floors of those
+scripts, e.g. ``--only answer_vegalite --only answer_only``.
 """
 
 from __future__ import annotations

@@ -195,8 +195,7 @@ def show(key: str, ctx: ModelContext) -> None:
             inputs = _window_inputs(key, tz)
         else:
             inputs = _arrive_inputs(key, tz)
-        # the window's start, or the deadline (a departure hours before it is the same day
-        # but for a deadline just after midnight: the deadline's day is what a planner set)
+        # the day the planner set: the window's start, or the deadline
         trip_controls.day_caution(ctx.area.support, inputs[0], tz)
     with map_column:
         st.markdown(

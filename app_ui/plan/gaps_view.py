@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from app_ui import maps, od_picker
+from app_ui import maps, od_picker, trip_controls
 from app_ui.context import ModelContext
 from vrvm import TravelTimeModel
 from vrvm.services.answers import forecast
@@ -138,7 +138,8 @@ def top_table(grid: pd.DataFrame, top: int = TOP_ZONES) -> pd.DataFrame:
 
 def _controls(key: str, ctx: ModelContext, place: Place):
     area = ctx.area
-    departures = _departures(key, ctx.model.tz_)
+    departures = _departures(key, ctx.model.tz_)  # all on one date
+    trip_controls.day_caution(area.support, departures[0], ctx.model.tz_)
     left, right = st.columns(2)
     st.session_state.setdefault(f"{key}_scope", "zones")
     scope = left.radio(

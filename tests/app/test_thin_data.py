@@ -101,7 +101,12 @@ def test_a_kind_of_day_the_model_never_saw_is_said_wherever_a_departure_is_chose
         assert any("on this kind of day" in m.value for m in at.markdown) is saturday
 
     # the Plan page's sections warn under their departure
-    for section, key in (("isochrone", "plan_isochrone_trip"), ("fleet", "plan_fleet_trip")):
+    sections = (
+        ("isochrone", "plan_isochrone_trip"),
+        ("fleet", "plan_fleet_trip"),
+        ("gaps", "plan_gaps"),  # its own date field, several times of one day
+    )
+    for section, key in sections:
         for day, saturday in ((9, True), (5, False)):
             at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
             at.session_state["plan_section"] = section

@@ -26,10 +26,10 @@ from vrvm.services.map.area import ServiceArea
 from vrvm.services.map.places import Place
 from vrvm.services.map.support import (
     PairSupport,
-    local_weekday,
     minute_of_day,
     observed_frame,
     pair_support,
+    weekday_of,
 )
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.places.zones import latlng_to_zone
@@ -423,9 +423,8 @@ def od_support(
     o_row, d_row = _zone_rows(area, origin, dest)
     if area.support is None or area.support.n_zones != len(area.grid):
         return None
-    weekday = local_weekday(pd.Series([pd.Timestamp(departure)]), tz)[0]
     return pair_support(
-        area.support, o_row, d_row, minute_of_day(departure, tz), weekday=int(weekday)
+        area.support, o_row, d_row, minute_of_day(departure, tz), weekday=weekday_of(departure, tz)
     )
 
 

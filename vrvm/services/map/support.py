@@ -56,6 +56,7 @@ __all__ = [
     "origin_support",
     "pair_support",
     "thin_days",
+    "weekday_of",
 ]
 
 THIN_TRIPS = 5
@@ -180,6 +181,18 @@ def minute_of_day(when, tz: str | None = None) -> float:
     if when.tz is not None and tz is not None:
         when = when.tz_convert(tz)
     return float(when.hour * 60 + when.minute + when.second / 60.0)
+
+
+def weekday_of(when, tz: str | None = None) -> int:
+    """Local weekday (Monday = 0) of ``when`` (in ``tz`` if aware), as
+    :func:`minute_of_day` reads its clock.
+
+    Examples
+    --------
+    >>> weekday_of(pd.Timestamp("2024-03-09 05:00", tz="UTC"), "America/Chicago")  # Friday
+    4
+    """
+    return int(local_weekday(pd.Series([pd.Timestamp(when)]), tz)[0])
 
 
 def build_trip_support(
@@ -333,7 +346,7 @@ def day_note(support: TripSupport, departure, tz: str | None = None) -> str:
     >>> day_note(support, "2024-03-12 08:00")
     ''
     """
-    weekday = int(local_weekday(pd.Series([pd.Timestamp(departure)]), tz)[0])
+    weekday = weekday_of(departure, tz)
     n_day = support.day_kind_trips(day_kind(weekday))
     return "" if n_day is None or n_day >= THIN_TRIPS else _day_text(weekday, n_day)
 
