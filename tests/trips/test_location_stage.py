@@ -83,8 +83,15 @@ def test_folds_in_worker_processes_give_the_same_stage_and_report_each_fit(city)
     np.testing.assert_array_equal(
         parallel.offset(featurizer, trips, X, d), serial.offset(featurizer, trips, X, d)
     )
-    # one report per boosting fit: the folds in the order they end, then the final fit
-    assert reports == [(k, serial.n_folds + 1) for k in range(1, serial.n_folds + 2)]
+    # one report per fit: the folds' boosting and median trees in the order they end, the
+    # final median trees among them, then the final boosting
+    total = 2 * serial.n_folds + 2
+    assert reports == [(k, total) for k in range(1, total + 1)]
+    np.testing.assert_array_equal(serial.median_gap_, parallel.median_gap_)
+    F = serial.inputs(featurizer, trips, X, d)
+    np.testing.assert_array_equal(
+        parallel.median_location_of_inputs(F), serial.median_location_of_inputs(F)
+    )
 
 
 def test_the_stage_reads_back_the_models_inputs(city):

@@ -137,14 +137,18 @@ def test_fast_predictive_matches_the_members(model, queries):
     dist = model.predict_dist(queries)
     X, d = model.featurizer_.transform(queries)
     # every member's location moved by the trip's zone-pair offset and by the location
-    # stage's boosted location (less its centre)
-    assert model.pair_offsets_ is not None and model.location_ is not None
+    # stage's boosted location (less its centre), then all alike toward the median trees
+    stage = model.location_
+    assert model.pair_offsets_ is not None and stage is not None
     offset = model.pair_offsets_.offset_of_trips(queries)
-    offset = offset + model.location_.offset(model.featurizer_, queries, X, d)
+    offset = offset + stage.offset(model.featurizer_, queries, X, d)
+    owns = [member.predict_dist(X, linear=d) for member in model.members_]
+    mean = np.mean([own.loc + offset for own in owns], axis=0)
+    median = stage.median_location_of_inputs(stage.inputs(model.featurizer_, queries, X, d))
+    offset = offset + stage.median_weight_ * (median - mean)
     a, n_members = model.twin_scale_, len(model.members_)
     assert a > 0
-    for m, member in enumerate(model.members_):
-        own = member.predict_dist(X, linear=d)
+    for m, own in enumerate(owns):
         # the members' scale times the distance scale g(x) = exp(c . [1, u, u^2]), and
         # each member twice: times e^-a and e^a
         g = scale_multiplier(model.noise_scale_coef_, d, model.noise_scale_range_)
@@ -256,7 +260,7 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == FORMAT_VERSION == 9
+    assert manifest["format_version"] == FORMAT_VERSION == 10
     meta = manifest["metadata"]
     assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
     assert meta["noise_scale"]["twin"] == model.twin_scale_ == loaded.twin_scale_ > 0
@@ -405,7 +409,10 @@ def test_distance_scale_is_fitted_out_of_shard_and_constant_turns_it_off(trips, 
     scaled = TravelTimeModel(**single).fit(trips)
     score = scaled.noise_scale_score_
     assert score["after"] >= score["before"] and score["n_trips"] == len(trips)
-    # same members (same seeds), only the scale differs
+    # same members (same seeds), only the scale differs, and the median trees' weight: a
+    # spread that learns nothing scores none (it stays 0)
+    assert constant.location_.median_weight_ == 0.0
+    scaled.location_.median_weight_ = 0.0
     a, b = constant.predict_dist(queries), scaled.predict_dist(queries)
     np.testing.assert_allclose(a.loc, b.loc)
     assert not np.allclose(a.scale, b.scale)

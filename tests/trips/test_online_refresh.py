@@ -52,12 +52,16 @@ def test_the_stage_is_refreshed_on_a_geometric_schedule(trips, small_stage):
     model = _model().fit(trips.iloc[:N_FIT])
     online = model._online
     assert online.kept.n == N_FIT and online.stage_trips == N_FIT
-    trees = model.location_.trees_
+    stage = model.location_
+    trees, median, weight = stage.trees_, stage.median_trees_, stage.median_weight_
     due = int(_online.STAGE_REFRESH_FRACTION * N_FIT)  # 300 trips
     _stream(model, trips, N_FIT, N_FIT + due - 1)
     assert online.n_refreshes == 0 and model.location_.trees_ is trees
     model.update(trips.iloc[N_FIT + due - 1 : N_FIT + due])
     assert online.n_refreshes == 1 and model.location_.trees_ is not trees
+    # the median trees grow again on the kept trips, with the fit's weight
+    assert stage.median_trees_ is not median and stage.median_weight_ == weight
+    assert stage.median_gap_ is None
     assert online.stage_trips == online.kept.n == N_FIT + due and online.since_stage == 0
     # the next one after half of 900 trips more
     _stream(model, trips, N_FIT + due, N_FIT + due + 449)

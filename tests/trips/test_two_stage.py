@@ -152,7 +152,8 @@ def test_two_stage_fit_reads_everything_and_reports_its_phases(two_stage, trips)
     passes = ["statistics"] * n_parts + ["offsets"] * n_parts  # offsets: the third pass
     # the members' phase reports its start (0 of 4) and each member; the location
     # stage's boosting fits (when the sample has enough trips) come before it
-    location = [] if model.location_ is None else ["location"] * (model.location_.n_folds + 1)
+    stage = model.location_  # its folds, their median trees and the final ones, and its own
+    location = [] if stage is None else ["location"] * (2 * stage.n_folds + 2)
     assert phases == ["reading"] * n_parts + location + ["members"] * 5 + passes
     assert [c[:2] for c in calls if c[3] == "statistics"][-1] == (2, 2)
     assert [c[:2] for c in calls if c[3] == "offsets"][-1] == (2, 2)

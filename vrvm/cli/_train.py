@@ -99,6 +99,11 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             f"location stage: {stage.trees_.roots.size} boosted trees, out-of-fold RMSE "
             f"{stage.oof_rmse_:.3f} on log seconds"
         )
+        if stage.median_trees_ is not None:
+            lines.append(
+                f"median trees: {stage.median_trees_.roots.size}, weight "
+                f"{stage.median_weight_:g} after the members (chosen out of shard)"
+            )
     if (record := model.spread_.score.get("pit_map")) is not None:
         lines.append(
             f"PIT map: degree {record['degree']}, out-of-shard gain "

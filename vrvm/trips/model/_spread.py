@@ -38,7 +38,7 @@ from vrvm.engine.mixture import MixtureDistribution
 from vrvm.engine.recalibrated import RecalibratedMixture
 from vrvm.trips.model import _ensemble
 
-__all__ = ["SCALE_CAP", "SCALE_FIT_ROWS", "Spread"]
+__all__ = ["SCALE_CAP", "SCALE_FIT_ROWS", "Spread", "out_of_shard"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,19 @@ SCALE_FIT_ROWS = 20_000
 #: A member's scale times g(x) is at most this many standard deviations of the training
 #: targets the spread is fitted on (:attr:`Spread.max_scale`).
 SCALE_CAP = 3.0
+
+
+def out_of_shard(predictives, X, d, shard_of_row, seed):
+    """``(rows, loc, scale, held_out)``: the members' predictions of (at most
+    :data:`SCALE_FIT_ROWS`, drawn with ``seed``) training trips, their locations and scales
+    (M, n) each, and which members did not see each trip (M, n; ``shard_of_row``)."""
+    rows = np.arange(X.shape[0])
+    if rows.size > SCALE_FIT_ROWS:
+        rng = np.random.default_rng(seed)
+        rows = np.sort(rng.choice(rows.size, size=SCALE_FIT_ROWS, replace=False))
+    loc, scale = _ensemble.member_loc_scale(predictives, X[rows], d[rows])
+    held_out = shard_of_row[rows][None, :] != np.arange(len(predictives))[:, None]
+    return rows, loc, scale, held_out
 
 
 class Spread:
@@ -125,10 +138,11 @@ class Spread:
             scale = scale * self.multiplier(d)
         return np.minimum(scale, self.max_scale)
 
-    def fit(self, predictives, X, y, d, shard_of_row, seed) -> Spread:
+    def fit(self, predictives, X, y, d, shard_of_row, seed, *, held_out=None) -> Spread:
         """Fit on out-of-shard predictions of (at most :data:`SCALE_FIT_ROWS`) training
         trips: trip i is scored by the members other than its shard's
-        (``shard_of_row``)."""
+        (``shard_of_row``). ``held_out``: those predictions when already made
+        (:func:`out_of_shard` with the same arguments)."""
         self.coef = np.zeros(3)
         self.d_range = (float(d.min()), float(d.max()))
         spread = float(np.std(y)) if y.size > 1 else 0.0
@@ -139,13 +153,10 @@ class Spread:
         if not self.learns or len(predictives) < 2:
             return self
         self.seed = seed
-        rng = np.random.default_rng(seed)
-        rows = np.arange(y.size)
-        if rows.size > SCALE_FIT_ROWS:
-            rows = np.sort(rng.choice(rows.size, size=SCALE_FIT_ROWS, replace=False))
-        loc, scale = _ensemble.member_loc_scale(predictives, X[rows], d[rows])
-        held_out = shard_of_row[rows][None, :] != np.arange(len(predictives))[:, None]
-        self.refit(predictives, loc, scale, y[rows], held_out, d[rows])
+        if held_out is None:
+            held_out = out_of_shard(predictives, X, d, shard_of_row, seed)
+        rows, loc, scale, mask = held_out
+        self.refit(predictives, loc, scale, y[rows], mask, d[rows])
         logger.info(
             "distance scale c = %s, twin scales e^-a, e^a with a = %.3f: out-of-shard mean "
             "log density %.4f -> %.4f; PIT map: %s",

@@ -25,6 +25,16 @@ node records (the private ``_predictors`` attribute, unchanged since scikit-lear
 predictions to 1e-9 on the training trips and refuses to go on otherwise, so a change
 in scikit-learn cannot pass unnoticed.
 
+Beside them the stage keeps a second set of trees, the *median trees*: boosted (squared
+error) on a quantile forest's median of the training trips' log seconds (Meinshausen
+2006, ``quantile-forest``), so that a model file keeps the forest's median as trees of
+the same kind, evaluated at the same cost, and not the forest with every leaf's trips.
+The forest and the boosting see the same inputs; their location is grown out of fold as
+the stage's (each fold's forest on the trips the fold fitted). The members do not learn
+on it: the model moves its predictive's location toward it after the members, by a
+weight chosen on the training trips out of shard
+(:meth:`~vrvm.trips.model.travel_time.TravelTimeModel.median_shift`).
+
 Between refreshes, updates leave the trees as they are: the members and the pair offsets
 learn what the trees leave of each new trip. A model fitted in this process keeps the
 trips it learns and refits the trees on them, out of fold, whenever the trips learned
@@ -41,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from quantile_forest import RandomForestQuantileRegressor
 from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import KFold
 from threadpoolctl import threadpool_limits
@@ -60,6 +71,19 @@ __all__ = ["MIN_TRIPS", "LocationStage", "Trees"]
 #: took CRPS down 3 % (Chicago) and 6-9 % (NYC), on 1,000 or 300 its effect was erratic
 #: (San Francisco +2 % at 1,000, one NYC seed +83 % at 300; BENCHMARKS.md, issue 34).
 MIN_TRIPS = 2000
+
+#: The quantile forest whose median of the training trips the median trees learn: the
+#: benchmark's forest on San Francisco (BENCHMARKS.md, issue 34); one random trip's log
+#: seconds kept per leaf (the package's default).
+MEDIAN_FOREST = {"n_estimators": 30, "min_samples_leaf": 5, "max_features": 0.33}
+
+#: The boosting of the median trees (squared error: the forest's median is a smooth target).
+MEDIAN_BOOSTING = {"learning_rate": 0.1, "max_leaf_nodes": 31, "max_iter": 500}
+
+#: Trips (at most, drawn at random) the forest and the median trees of one fit learn: the
+#: benchmark's samples whole (SF's 11,685 training trips; at 10,000 its seed 0 lost 0.15 %
+#: CRPS), a bounded cost on more (the dashboard's first start fits 20,000 trips).
+MEDIAN_ROWS = 12_000
 
 #: Ends closer than this (km, on the model's local plane) are one place for the bearing:
 #: 1 m, below GPS precision, far above the 1e-10 degrees a CRS round trip moves a point.
@@ -244,12 +268,43 @@ class Trees:
 _EARLY_STOPPING = {"early_stopping": True, "validation_fraction": 0.1, "n_iter_no_change": 30}
 
 
+def median_boosting(F: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingRegressor:
+    """The median trees of inputs ``F`` and log seconds ``y``: a quantile forest
+    (:data:`MEDIAN_FOREST`, one job) and boosting (:data:`MEDIAN_BOOSTING`, stopping early
+    on a tenth of the trips) fitted to its median of each trip, on at most
+    :data:`MEDIAN_ROWS` of the trips."""
+    if y.size > MEDIAN_ROWS:
+        rows = np.sort(np.random.default_rng(seed).choice(y.size, MEDIAN_ROWS, replace=False))
+        F, y = F[rows], y[rows]
+    forest = RandomForestQuantileRegressor(**MEDIAN_FOREST, n_jobs=1, random_state=seed)
+    median = forest.fit(F, y).predict(F, quantiles=0.5)
+    booster = HistGradientBoostingRegressor(
+        loss="squared_error",
+        l2_regularization=1.0,
+        min_samples_leaf=20,
+        random_state=seed,
+        **MEDIAN_BOOSTING,
+        **_EARLY_STOPPING,
+    )
+    return booster.fit(F, median)
+
+
 def _fit_fold(k: int, booster: HistGradientBoostingRegressor, F_fit, y_fit, F_out):
-    """Fold ``k``'s boosting fit and its predictions of the trips it left out (module
-    level, to run in a worker process; on one OpenMP thread there too)."""
+    """Fold ``k``'s boosting fit: ``("fold", k, iterations, its predictions of the trips it
+    left out)`` (module level, to run in a worker process; on one OpenMP thread there
+    too)."""
     with threadpool_limits(1, user_api="openmp"):
         booster.fit(F_fit, y_fit)
-        return k, int(booster.n_iter_), booster.predict(F_out)
+        return "fold", k, int(booster.n_iter_), booster.predict(F_out)
+
+
+def _fit_median(k: int | None, seed: int, F_fit, y_fit, F_out):
+    """Fold ``k``'s median trees: ``("median", k, None, their predictions of the trips it
+    left out)``; with ``k`` None the final median trees, fitted on all trips:
+    ``("median", None, None, the fitted boosting)`` (as :func:`_fit_fold`)."""
+    with threadpool_limits(1, user_api="openmp"):
+        booster = median_boosting(F_fit, y_fit, seed)
+        return "median", k, None, booster if k is None else booster.predict(F_out)
 
 
 class LocationStage:
@@ -265,7 +320,10 @@ class LocationStage:
     max_iter : int, default=500
         The most boosting iterations a fold may use before it stops early.
     random_state : int, default=0
-        Seed of the folds and of the boosting's early-stopping slices.
+        Seed of the folds, of the boosting's early-stopping slices and of the forests.
+    median_trees : bool, default=True
+        Also grow the median trees (a quantile forest's median learned by boosting),
+        toward which the model may move its location after the members.
 
     Attributes
     ----------
@@ -283,6 +341,17 @@ class LocationStage:
         Boosting iterations each fold stopped at; the final stage uses their mean.
     oof_rmse_ : float
         RMSE of the out-of-fold locations (log seconds).
+    median_trees_ : Trees or None
+        The median trees fitted on all training trips (None without ``median_trees``).
+    median_baseline_ : float
+        Their constant.
+    median_gap_ : ndarray or None
+        Out-of-fold median trees minus out-of-fold offset, of each training trip of the
+        last fit (log seconds, on the scale of the members' targets; not saved): what
+        the model chooses its weight on.
+    median_weight_ : float
+        The weight ``w`` of the median trees in the model's location (0 until the model
+        chooses it, and for stages saved before them).
 
     Examples
     --------
@@ -311,6 +380,7 @@ class LocationStage:
         l2_regularization: float = 1.0,
         max_iter: int = 500,
         random_state: int = 0,
+        median_trees: bool = True,
     ):
         self.n_folds = n_folds
         self.learning_rate = learning_rate
@@ -319,6 +389,7 @@ class LocationStage:
         self.l2_regularization = l2_regularization
         self.max_iter = max_iter
         self.random_state = random_state
+        self.median_trees = median_trees
 
     def _booster(self, seed: int, **params) -> HistGradientBoostingRegressor:
         return HistGradientBoostingRegressor(
@@ -379,10 +450,10 @@ class LocationStage:
         on them; ``X``, ``d``: its inputs of them); returns their out-of-fold offsets
         (location minus :attr:`center_`).
 
-        The folds' boosting fits run in ``n_jobs`` worker processes (loky, as the
-        members; None or 1: in this process), the final fit here after them;
-        ``progress(done, total)`` is called as each of the ``n_folds + 1`` fits ends.
-        The result does not depend on ``n_jobs``: each fit has its own seed."""
+        The folds' fits (boosting, and median trees with the final ones) run in
+        ``n_jobs`` worker processes (loky, as the members; None or 1: in this process),
+        the final boosting here after them; ``progress(done, total)`` is called as each
+        fit ends. The result does not depend on ``n_jobs``: each fit has its own seed."""
         names = featurizer.feature_names_
         at = [names.index(name) for name in _KERNEL_INPUTS[:4]]
         ends = (X[:, at] * featurizer.scale_[at] + featurizer.mean_[at]).reshape(-1, 2)
@@ -401,11 +472,12 @@ class LocationStage:
         folds = list(
             KFold(min(self.n_folds, n), shuffle=True, random_state=self.random_state).split(F)
         )
-        total = len(folds) + 1
         oof = np.empty(n)
+        median_oof = np.empty(n)
         self.n_iter_ = [0] * len(folds)
         tasks = [
             (
+                _fit_fold,
                 k,
                 self._booster(self.random_state + k, **_EARLY_STOPPING, max_iter=self.max_iter),
                 F[fit_rows],
@@ -414,30 +486,42 @@ class LocationStage:
             )
             for k, (fit_rows, out_rows) in enumerate(folds)
         ]
+        if self.median_trees:  # each fold's median trees, and the final ones, as tasks too
+            seeds = [self.random_state + k for k in range(len(folds))]
+            tasks += [
+                (_fit_median, k, seed, F[fit_rows], y[fit_rows], F[out_rows])
+                for k, ((fit_rows, out_rows), seed) in enumerate(zip(folds, seeds, strict=True))
+            ]
+            tasks.append((_fit_median, None, self.random_state, F, y, None))
+        total = len(tasks) + 1
         if n_jobs in (None, 1):
-            done_folds = (_fit_fold(*task) for task in tasks)
+            done_tasks = (task[0](*task[1:]) for task in tasks)
         else:
             from joblib import delayed
 
             parallel = watched_parallel(n_jobs, return_as="generator_unordered")
-            done_folds = parallel(delayed(_fit_fold)(*task) for task in tasks)
-        for done, (k, n_iter, predicted) in enumerate(done_folds, 1):
-            oof[folds[k][1]] = predicted
-            self.n_iter_[k] = n_iter
+            done_tasks = parallel(delayed(task[0])(*task[1:]) for task in tasks)
+        median = None
+        for done, (kind, k, n_iter, predicted) in enumerate(done_tasks, 1):
+            if kind == "fold":
+                oof[folds[k][1]] = predicted
+                self.n_iter_[k] = n_iter
+            elif k is None:
+                median = predicted
+            else:
+                median_oof[folds[k][1]] = predicted
             progress(done, total)
         final = self._booster(
             self.random_state, max_iter=max(1, round(np.mean(self.n_iter_))), early_stopping=False
         ).fit(F, y)
-        self.trees_ = Trees.from_sklearn(final, F.shape[1])
-        own = self.trees_(F)
-        theirs = final.predict(F)
-        self.baseline_ = float(np.mean(theirs - own))
-        if not np.allclose(own + self.baseline_, theirs, rtol=0, atol=1e-9):
-            raise RuntimeError(
-                "the location stage's trees do not reproduce scikit-learn's predictions: "
-                "this scikit-learn stores its trees differently; fit with location_stage=False"
-            )
+        self.trees_, self.baseline_ = _checked_trees(final, F)
+        self.median_trees_, self.median_baseline_, self.median_gap_ = None, 0.0, None
+        self.median_weight_ = getattr(self, "median_weight_", 0.0)  # a refit keeps it
+        if median is not None:
+            self.median_trees_, self.median_baseline_ = _checked_trees(median, F)
         self.center_ = float(oof.mean())
+        if self.median_trees:  # on the members' scale: their targets keep the level
+            self.median_gap_ = median_oof - oof + self.center_
         self.oof_rmse_ = float(np.sqrt(np.mean((oof - y) ** 2)))
         progress(total, total)
         return oof - self.center_
@@ -455,8 +539,9 @@ class LocationStage:
         of more trips, out of fold as :meth:`fit` does (in ``n_folds`` folds at
         ``learning_rate``; None: the stage's own); the rotation of the ends stays the
         first fit's (so the inputs of kept trips stay valid). Returns the trips'
-        out-of-fold offsets. What online updates run on the trips they keep
-        (:mod:`vrvm.trips.model._online`); the stage's parameters stay as they were."""
+        out-of-fold offsets. The median trees grow again too, and keep their weight.
+        What online updates run on the trips they keep (:mod:`vrvm.trips.model._online`);
+        the stage's parameters stay as they were."""
         F = np.asarray(F, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         if F.ndim != 2 or F.shape != (y.size, len(INPUT_NAMES)):
@@ -472,6 +557,7 @@ class LocationStage:
         with threadpool_limits(1, user_api="openmp"):
             oof = fresh._fit(F, y, n_jobs, lambda done, total: None)
         fresh.n_folds, fresh.learning_rate = self.n_folds, self.learning_rate  # its own
+        fresh.median_gap_ = None  # the median trees grow again; their weight stays the fit's
         self.__dict__.update(fresh.__dict__)
         return oof
 
@@ -483,6 +569,10 @@ class LocationStage:
     def offset_of_inputs(self, F: np.ndarray) -> np.ndarray:
         """:meth:`offset` of trips whose inputs (:meth:`inputs`) are ``F``."""
         return self.trees_(F) + (self.baseline_ - self.center_)
+
+    def median_location_of_inputs(self, F: np.ndarray) -> np.ndarray:
+        """The median trees' location (log seconds) of trips whose inputs are ``F``."""
+        return self.median_trees_(F) + self.median_baseline_
 
     # ------------------------------------------------------------------ files
     def to_state(self) -> tuple[dict, dict[str, np.ndarray]]:
@@ -496,35 +586,47 @@ class LocationStage:
                 "l2_regularization": self.l2_regularization,
                 "max_iter": self.max_iter,
                 "random_state": self.random_state,
+                "median_trees": self.median_trees,
             },
             "baseline": self.baseline_,
             "center": self.center_,
             "n_iter": list(self.n_iter_),
             "oof_rmse": self.oof_rmse_,
+            "median": None,
         }
         arrays = {name: getattr(self.trees_, name) for name in Trees.FIELDS}
         arrays["rotation"] = self.rotation_
         arrays["rotation_mean"] = self.rotation_mean_
+        if self.median_trees_ is not None:
+            meta["median"] = {"baseline": self.median_baseline_, "weight": self.median_weight_}
+            arrays.update(
+                {f"{_MEDIAN}{name}": getattr(self.median_trees_, name) for name in Trees.FIELDS}
+            )
         return meta, arrays
 
     @classmethod
     def from_state(cls, meta: Mapping, arrays: Mapping[str, np.ndarray]) -> LocationStage:
-        """The inverse of :meth:`to_state`; ValueError on anything inconsistent."""
+        """The inverse of :meth:`to_state`; ValueError on anything inconsistent. A stage
+        saved before the median trees (model format 9 and older) has none."""
+        median = meta.get("median")
         expected = {*Trees.FIELDS, "rotation", "rotation_mean"}
+        if median is not None:
+            expected |= {f"{_MEDIAN}{name}" for name in Trees.FIELDS}
         if set(arrays) != expected:
             raise ValueError(
                 f"location stage: arrays {sorted(arrays)}, expected {sorted(expected)}"
             )
-        stage = cls(**dict(meta["params"]))
-        dtypes = {"threshold": np.float64, "value": np.float64, "leaf": bool}
-        trees = Trees(
-            **{
-                name: np.asarray(arrays[name], dtype=dtypes.get(name, np.int64)).ravel()
-                for name in Trees.FIELDS
-            },
-        )
-        trees.check(len(INPUT_NAMES))
-        stage.trees_ = trees
+        params = {"median_trees": False, **dict(meta["params"])}
+        stage = cls(**params)
+        stage.trees_ = _trees_of_arrays(arrays, "")
+        stage.median_trees_, stage.median_baseline_, stage.median_weight_ = None, 0.0, 0.0
+        stage.median_gap_ = None
+        if median is not None:
+            stage.median_trees_ = _trees_of_arrays(arrays, _MEDIAN)
+            stage.median_baseline_ = float(median["baseline"])
+            stage.median_weight_ = float(median["weight"])
+            if not (np.isfinite(stage.median_baseline_) and 0.0 <= stage.median_weight_ <= 1.0):
+                raise ValueError("location stage: a median weight outside [0, 1]")
         stage.rotation_ = np.asarray(arrays["rotation"], dtype=np.float64).reshape(2, 2)
         stage.rotation_mean_ = np.asarray(arrays["rotation_mean"], dtype=np.float64).reshape(2)
         stage.baseline_ = float(meta["baseline"])
@@ -538,3 +640,32 @@ class LocationStage:
 
 
 _ENDS = ("origin_lat", "origin_lon", "dest_lat", "dest_lon")
+_MEDIAN = "median_"  # prefix of the median trees' arrays
+
+
+def _checked_trees(estimator: HistGradientBoostingRegressor, F: np.ndarray) -> tuple[Trees, float]:
+    """A fitted estimator's trees and constant, checked to give its own predictions of
+    ``F`` to 1e-9 (RuntimeError otherwise)."""
+    trees = Trees.from_sklearn(estimator, F.shape[1])
+    own = trees(F)
+    theirs = estimator.predict(F)
+    baseline = float(np.mean(theirs - own))
+    if not np.allclose(own + baseline, theirs, rtol=0, atol=1e-9):
+        raise RuntimeError(
+            "the location stage's trees do not reproduce scikit-learn's predictions: "
+            "this scikit-learn stores its trees differently; fit with location_stage=False"
+        )
+    return trees, baseline
+
+
+def _trees_of_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> Trees:
+    """Trees from a file's arrays ``{prefix}{field}``, checked (ValueError)."""
+    dtypes = {"threshold": np.float64, "value": np.float64, "leaf": bool}
+    trees = Trees(
+        **{
+            name: np.asarray(arrays[f"{prefix}{name}"], dtype=dtypes.get(name, np.int64)).ravel()
+            for name in Trees.FIELDS
+        },
+    )
+    trees.check(len(INPUT_NAMES))
+    return trees

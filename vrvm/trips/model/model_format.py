@@ -28,7 +28,10 @@ shrinkage, weight, grid and score, and the arrays ``round__{log_s,cell}``); a mo
 saved without it loads with ``round_trips=False`` and predicts as it did. Version 9
 added the pairs' own durations (``pair_durations``: their resolution, bands, bandwidths,
 shrinkages, grid and score, and the arrays ``durations__{log_s,origin,dest}``); a model
-saved without them loads with ``pair_durations=False`` and predicts as it did.
+saved without them loads with ``pair_durations=False`` and predicts as it did. Version
+10 added the location stage's median trees (``location_stage.median``: their constant and
+weight, and the arrays ``location__median_{feature,threshold,left,right,value,leaf,roots}``,
+checked as trees); a stage saved without them has none and predicts as it did.
 
 A loaded model is checked to be one that could have been fitted (issue 32): its arrays
 hold finite numbers (only the kernel widths of linear columns are NaN, and the fit's
@@ -64,8 +67,8 @@ FORMAT_NAME = "vrvm.TravelTimeModel"
 # 2: the distance scale (noise_scale), 1 is read as no scaling; 3: the name, absent is None;
 # 4: the zone-pair offsets, absent is none; 5: twin scales; 6: the location stage;
 # 7: the PIT map (noise_scale.pit_map), absent is none; 8: the round-trip regime;
-# 9: the pairs' own durations
-FORMAT_VERSION = 9
+# 9: the pairs' own durations; 10: the location stage's median trees
+FORMAT_VERSION = 10
 _PAIRS = "pairs"  # prefix of the pair offsets' arrays
 _LOCATION = "location"  # prefix of the location stage's arrays
 _ROUND = "round"  # prefix of the round-trip regime's arrays

@@ -275,7 +275,9 @@ def fit_dataset(
             rate = min(1.0, OFFSET_TRIPS / max(n_trips - n_test, 1))
             plan = dataclasses.replace(plan, members=model.members_)
             loo = _pair_offsets(model, fitted, plan, rate, dataset, report("offsets"), options)
-        # the distance and twin scales of what the offsets leave, out of shard on the sample
+        # the distance and twin scales of what the offsets and the median trees leave,
+        # out of shard on the sample
+        loo = loo + model.median_shift(fitted, loo, seeds.noise_scale)
         model.spread_ = model.new_spread().fit(
             model.member_predictors(),
             fitted.X,

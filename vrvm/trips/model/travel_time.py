@@ -35,7 +35,7 @@ from vrvm.engine.regressor import VRVMRegressor
 from vrvm.engine.validation import FORGETTING, SEED, check_params, integer, one_of, real
 from vrvm.trips.model import _ensemble, location, model_format
 from vrvm.trips.model._online import KeptArrays, OnlineState, record_history
-from vrvm.trips.model._spread import Spread
+from vrvm.trips.model._spread import Spread, out_of_shard
 from vrvm.trips.model.features import TripFeaturizer
 from vrvm.trips.model.pair_durations import fit_model_pair_durations
 from vrvm.trips.model.pair_offsets import ENDS, fit_model_offsets
@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 #: phase one of "reading", "location", "members", "statistics", "offsets" (see
 #: :meth:`TravelTimeModel.fit`).
 ProgressCallback = Callable[[int, int, float, str], Any]
+
+#: Weights of the location stage's median trees tried after the members (0: none).
+MEDIAN_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 #: The prior guess of a member's noise sd as a fraction of its targets' sd (``noise_prior``).
 NOISE_PRIOR_FRACTION = 0.25
@@ -665,7 +668,9 @@ class TravelTimeModel(BaseEstimator):
             loo = np.zeros(y.size)  # each trip's offset without itself
             if self.pair_offsets:
                 self.pair_offsets_, loo = fit_model_offsets(self, data, resolution)
-            # the distance and twin scales of what the offsets leave, out of shard
+            # the distance and twin scales of what the offsets and the median trees
+            # leave, out of shard
+            loo = loo + self.median_shift(data, loo, seeds.noise_scale)
             self.spread_ = self.new_spread().fit(
                 self.member_predictors(), X, y - loo, d, shard_of_row, seeds.noise_scale
             )
@@ -701,6 +706,59 @@ class TravelTimeModel(BaseEstimator):
         self.fit_time_s_ = time.perf_counter() - started
         logger.info("fitted %d members in %.1f s", self.n_members, self.fit_time_s_)
         return data
+
+    def median_shift(self, data: FitData, loo: np.ndarray, seed: int) -> np.ndarray:
+        """Choose the weight ``w`` of the location stage's median trees, and return what
+        it moves each training trip's out-of-shard location by.
+
+        After the members (and the pair offsets), every component's location ``mu_m``
+        of a query moves by ``w (m(x) - mean_m mu_m)``, toward the median trees'
+        location ``m(x)``: a blend of the two locations, the mixture still exact.
+        ``w`` is the weight among :data:`MEDIAN_WEIGHTS` whose spread, fitted as the
+        model's (:meth:`new_spread`), gives the training trips of ``data`` (targets
+        after the stage) the highest out-of-shard mean log density: each trip located
+        by the members that did not see it plus its leave-one-out pair offset ``loo``,
+        and by the out-of-fold median trees (``seed``: the spread's). Zero without
+        median trees, with one member, or with a spread without scales
+        (``noise_model="constant"`` and no twin scales): no score to choose by."""
+        stage = self.location_
+        n = data.y.size
+        if stage is None or stage.median_gap_ is None or len(self.members_) < 2:
+            return np.zeros(n)
+        predictives = self.member_predictors()
+        held_out = out_of_shard(predictives, data.X, data.d, data.shard_of_row, seed)
+        rows, loc, _, mask = held_out
+        # the members' out-of-shard location of the sampled trips, as the spread sees it
+        location = (loc * mask).sum(axis=0) / mask.sum(axis=0) + loo[rows]
+        toward = np.zeros(n)
+        toward[rows] = stage.median_gap_[rows] - location
+        scores = {}
+        for w in MEDIAN_WEIGHTS:
+            spread = self.new_spread()
+            spread.recalibrate = False  # the score is the scales' (the PIT map comes after)
+            spread.fit(
+                predictives,
+                data.X,
+                data.y - loo - w * toward,
+                data.d,
+                data.shard_of_row,
+                seed,
+                held_out=held_out,
+            )
+            scores[w] = spread.score.get("after", -np.inf)
+        w = max(scores, key=scores.get)
+        logger.info(
+            "median trees: out-of-shard mean log density %s by weight; weight %s",
+            {k: round(v, 4) for k, v in scores.items()},
+            w,
+        )
+        stage.median_weight_, stage.median_scores_ = float(w), scores
+        gap, stage.median_gap_ = stage.median_gap_, None
+        if w == 0:
+            return np.zeros(n)
+        full = _ensemble.member_loc(predictives, data.X, data.d)
+        own = full[data.shard_of_row, np.arange(n)]
+        return w * (gap - ((full.sum(axis=0) - own) / (len(predictives) - 1) + loo))
 
     def keep_relevance_trips(self, data: FitData) -> None:
         """The training trips behind each member's relevance vectors (raw values)."""
@@ -744,8 +802,13 @@ class TravelTimeModel(BaseEstimator):
         loc, scale = _ensemble.member_loc_scale(predictives, X, d)
         if self.pair_offsets_ is not None:
             loc += self.pair_offsets_.offset_of_trips(queries)[None, :]
-        if self.location_ is not None:
-            loc += self.location_.offset(self.featurizer_, queries, X, d)[None, :]
+        if (stage := self.location_) is not None:
+            F = stage.inputs(self.featurizer_, queries, X, d)
+            loc += stage.offset_of_inputs(F)[None, :]
+            if stage.median_weight_ > 0:  # every component moved alike toward the median trees
+                loc += stage.median_weight_ * (
+                    stage.median_location_of_inputs(F) - loc.mean(axis=0)
+                )
         dist = self.spread_.mixture(
             self.member_predictors(), loc, scale, d, log=self.target == "log"
         )
@@ -909,15 +972,24 @@ class TravelTimeModel(BaseEstimator):
             if assign == "all"
             else (np.arange(len(trips)) + seen) % n_members
         )
-        if self.location_ is not None:  # the trees stay until a refresh; the rest learns
-            F = self.location_.inputs(self.featurizer_, trips, X, d)  # what they leave
+        gap = None  # the median trees' location minus the stage's
+        if (stage := self.location_) is not None:  # the trees stay until a refresh; the
+            F = stage.inputs(self.featurizer_, trips, X, d)  # rest learns what they leave
             online.keep(KeptArrays(F, X, d, y, np.column_stack(ends), member_of_row), forgetting)
-            y = y - self.location_.offset_of_inputs(F)
+            offset = stage.offset_of_inputs(F)
+            y = y - offset
+            if stage.median_weight_ > 0:
+                gap = stage.median_location_of_inputs(F) - offset
         loc, scale = online.predictions(self, X, d)  # before the members learn the trips
+        pairs_at = np.zeros(y.size)
         if (offsets := self.pair_offsets_) is not None:  # pairs, then members
             offsets.learn(*(trips[c] for c in ENDS), y - loc.mean(axis=0))
-            y = y - offsets.offset_of_trips(trips)
-        online.record(self, loc, scale, y, d)
+            pairs_at = offsets.offset_of_trips(trips)
+            y = y - pairs_at
+        shift = 0.0  # the spread's stream sees the location the model predicts with
+        if gap is not None and loc is not None:
+            shift = stage.median_weight_ * (gap - loc.mean(axis=0) - pairs_at)
+        online.record(self, loc, scale, y - shift, d)
         for m in range(n_members):
             rows = slice(None) if assign == "all" else member_of_row == m
             if assign == "all" or np.any(rows):
