@@ -73,8 +73,9 @@ __all__ = ["MIN_TRIPS", "LocationStage", "Trees"]
 MIN_TRIPS = 2000
 
 #: The quantile forest whose median of the training trips the median trees learn: the
-#: benchmark's forest on San Francisco (BENCHMARKS.md, issue 34); one random trip's log
-#: seconds kept per leaf (the package's default).
+#: leaf size and inputs per split of the benchmark's forest on San Francisco, 30 trees
+#: (100 gave the same CRPS: the boosting smooths the forest's noise), one random trip's
+#: log seconds kept per leaf (the package's default; BENCHMARKS.md, issue 34).
 MEDIAN_FOREST = {"n_estimators": 30, "min_samples_leaf": 5, "max_features": 0.33}
 
 #: The boosting of the median trees (squared error: the forest's median is a smooth target).
@@ -268,7 +269,7 @@ class Trees:
 _EARLY_STOPPING = {"early_stopping": True, "validation_fraction": 0.1, "n_iter_no_change": 30}
 
 
-def median_boosting(F: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingRegressor:
+def _median_boosting(F: np.ndarray, y: np.ndarray, seed: int) -> HistGradientBoostingRegressor:
     """The median trees of inputs ``F`` and log seconds ``y``: a quantile forest
     (:data:`MEDIAN_FOREST`, one job) and boosting (:data:`MEDIAN_BOOSTING`, stopping early
     on a tenth of the trips) fitted to its median of each trip, on at most
@@ -303,7 +304,7 @@ def _fit_median(k: int | None, seed: int, F_fit, y_fit, F_out):
     left out)``; with ``k`` None the final median trees, fitted on all trips:
     ``("median", None, None, the fitted boosting)`` (as :func:`_fit_fold`)."""
     with threadpool_limits(1, user_api="openmp"):
-        booster = median_boosting(F_fit, y_fit, seed)
+        booster = _median_boosting(F_fit, y_fit, seed)
         return "median", k, None, booster if k is None else booster.predict(F_out)
 
 
@@ -352,6 +353,9 @@ class LocationStage:
     median_weight_ : float
         The weight ``w`` of the median trees in the model's location (0 until the model
         chooses it, and for stages saved before them).
+    median_scores_ : dict
+        The out-of-shard mean log density of each weight tried, set when the model
+        chooses (not saved).
 
     Examples
     --------
