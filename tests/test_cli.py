@@ -74,6 +74,17 @@ def test_train_with_constant_noise(workdir, tmp_path):
     assert model.recalibration == "none" and model.spread_.pit_map is None
 
 
+def test_train_without_the_median_trees(workdir, tmp_path):
+    root, default_out, _ = workdir
+    assert "median trees: " in default_out  # 2,000 trips: the stage, with them
+    args = ("--out", str(tmp_path / "m"), *TRAIN_FAST, "--no-median-trees")
+    status, out, err = run("train", str(root / "trips.csv"), *args)
+    assert status == 0, err
+    assert "location stage: " in out and "median trees: " not in out
+    model = TravelTimeModel.load(tmp_path / "m")
+    assert model.median_trees is False and model.location_.median_trees_ is None
+
+
 def test_predict_queries_without_travel_times(workdir, tmp_path):
     root, _, _ = workdir
     queries = synthetic_city(30, seed=11).drop(columns="travel_time_s")

@@ -3,14 +3,22 @@ fold, and the model's blend of its location with theirs after the members (issue
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from quantile_forest import RandomForestQuantileRegressor
 
 from vrvm import TravelTimeModel, synthetic_city
+from vrvm.trips.model import _ensemble, _spread, location, travel_time
 from vrvm.trips.model.features import TripFeaturizer
 from vrvm.trips.model.location import MEDIAN_FOREST, LocationStage
+from vrvm.trips.model.model_format import FORMAT_NAME, FORMAT_VERSION
 from vrvm.trips.model.travel_time import MEDIAN_WEIGHTS
+from vrvm.trips.store.model_dir import ModelFormatError, load_model_dir, save_model_dir
+
+# Small and fast: explicit widths skip the width search.
+FAST = {"n_members": 3, "kernel_widths": [1.0, 2.0], "max_basis": 60, "random_state": 0}
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +34,35 @@ def city():
 
 @pytest.fixture(scope="module")
 def model():
+    """A fit with its :meth:`~TravelTimeModel.median_shift` call recorded: the arguments,
+    the stage's gap before it, and every prediction of the members' locations of the
+    training trips from then on (``out_of_shard`` or ``member_loc``)."""
     trips = synthetic_city(2500, seed=11)
-    return TravelTimeModel(n_members=3, kernel_widths=[1.0, 2.0], max_basis=60, random_state=0).fit(
-        trips
-    )
+    call = {"predictions": []}
+    real_out_of_shard, real_member_loc = _spread.out_of_shard, _ensemble.member_loc
+    real_median_shift = TravelTimeModel.median_shift
+
+    def out_of_shard(*args):
+        call["predictions"].append("out_of_shard")
+        return real_out_of_shard(*args)
+
+    def member_loc(*args):
+        call["predictions"].append("member_loc")
+        return real_member_loc(*args)
+
+    def median_shift(self, data, loo, seed):
+        call.update(data=data, loo=loo.copy(), seed=seed, gap=self.location_.median_gap_.copy())
+        call["predictions"] = []
+        return real_median_shift(self, data, loo, seed)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_spread, "out_of_shard", out_of_shard)  # the spread's
+        patch.setattr(travel_time, "out_of_shard", out_of_shard)  # median_shift's
+        patch.setattr(_ensemble, "member_loc", member_loc)
+        patch.setattr(TravelTimeModel, "median_shift", median_shift)
+        fitted = TravelTimeModel(**FAST).fit(trips)
+    fitted.median_shift_call = call  # inspected by tests below
+    return fitted
 
 
 def test_the_median_trees_learn_the_forests_median(city):
@@ -108,6 +141,106 @@ def test_the_weight_is_the_best_out_of_shard_log_density(model):
     assert stage.median_weight_ == max(scores, key=scores.get)
     # the model's spread is the one fitted for that weight, on the same trips
     assert model.spread_.score["after"] == pytest.approx(scores[stage.median_weight_], abs=1e-12)
+
+
+def test_the_weight_and_the_spread_share_one_prediction_of_the_trips(model):
+    # the weight's scores and the model's spread are fitted on the same out-of-shard
+    # predictions, and the shift reuses their locations: no member predicts the training
+    # trips again after the weight is chosen
+    assert model.location_.median_weight_ > 0  # a shift that needs the locations
+    assert model.median_shift_call["predictions"] == ["out_of_shard"]
+
+
+@pytest.mark.parametrize("fit_rows", [None, 1500])
+def test_the_shift_is_the_members_locations_of_every_trip(model, fit_rows, monkeypatch):
+    call = model.median_shift_call
+    data, loo, gap = call["data"], call["loo"], call["gap"]
+    n, n_members = data.y.size, len(model.members_)
+    if fit_rows is not None:  # the weight scored on a sample of the trips
+        monkeypatch.setattr(_spread, "SCALE_FIT_ROWS", fit_rows)
+    again = copy.deepcopy(model)
+    again.location_.median_gap_ = gap.copy()
+    shift, held_out = again.median_shift(data, loo, call["seed"])
+    rows, loc = held_out[:2]
+    assert rows.size == (n if fit_rows is None else fit_rows)
+    w = again.location_.median_weight_
+    assert w > 0
+    full = _ensemble.member_loc(model.member_predictors(), data.X, data.d)
+    if fit_rows is None:  # the locations it predicted out of shard are member_loc's
+        np.testing.assert_array_equal(loc, full)
+    own = full[data.shard_of_row, np.arange(n)]
+    # trip i moves toward the median trees from the mean of the members that did not see it
+    expected = w * (gap - ((full.sum(axis=0) - own) / (n_members - 1) + loo))
+    np.testing.assert_array_equal(shift, expected)
+
+
+def test_a_model_without_median_trees_and_its_file(model, tmp_path):
+    trips = synthetic_city(2500, seed=11)
+    plain = TravelTimeModel(**FAST, median_trees=False).fit(trips)
+    stage = plain.location_
+    assert stage is not None and not stage.median_trees
+    assert stage.median_trees_ is None and stage.median_weight_ == 0.0
+    queries = synthetic_city(40, seed=12)
+    loaded = TravelTimeModel.load(plain.save(tmp_path / "plain"))
+    assert loaded.median_trees is False and loaded.location_.median_trees_ is None
+    assert loaded.location_.median_weight_ == 0.0
+    np.testing.assert_array_equal(loaded.predict(queries), plain.predict(queries))
+    assert TravelTimeModel.load(model.save(tmp_path / "with")).median_trees is True
+
+    def resaved(source, name, edit):
+        meta, arrays = load_model_dir(
+            source, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION
+        )
+        edit(meta["params"])
+        save_model_dir(
+            tmp_path / name,
+            metadata=meta,
+            arrays=arrays,
+            format_name=FORMAT_NAME,
+            format_version=FORMAT_VERSION,
+        )
+        return tmp_path / name
+
+    # a file saved before the switch: median trees exactly when its stage has them
+    for source, has in ((tmp_path / "plain", False), (tmp_path / "with", True)):
+        old = TravelTimeModel.load(resaved(source, f"old_{has}", lambda p: p.pop("median_trees")))
+        assert old.median_trees is has
+    # a switch that says none beside the median trees' arrays is refused
+    off = resaved(tmp_path / "with", "bad", lambda p: p.update(median_trees=False))
+    with pytest.raises(ModelFormatError, match="median-tree arrays with median_trees=False"):
+        TravelTimeModel.load(off)
+    with pytest.raises(ValueError, match="median_trees"):
+        TravelTimeModel(**FAST, median_trees="no").fit(trips)
+
+
+def _lying(booster):
+    """``booster`` predicting other than its trees (not by a constant, which the check
+    absorbs into the baseline): what a scikit-learn storing its trees differently gives."""
+    honest = booster.predict
+    booster.predict = lambda X: honest(X) + np.linspace(0.0, 1.0, len(X))
+    return booster
+
+
+def test_trees_that_do_not_reproduce_scikit_learn_name_their_switch(city, monkeypatch):
+    trips, featurizer, X, d, y, *_ = city
+    stage = LocationStage(random_state=0, max_iter=20)
+    real_median_boosting = location._median_boosting
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            location,
+            "_median_boosting",
+            lambda F, y, seed: _lying(real_median_boosting(F, y, seed)),
+        )
+        with pytest.raises(RuntimeError, match=r"median trees .* fit with median_trees=False"):
+            stage.fit(featurizer, trips, X, d, y)
+    real_booster = LocationStage._booster
+    monkeypatch.setattr(
+        LocationStage, "_booster", lambda self, seed, **p: _lying(real_booster(self, seed, **p))
+    )
+    with pytest.raises(RuntimeError, match=r"stage's trees .* fit with location_stage=False"):
+        LocationStage(random_state=0, max_iter=20, median_trees=False).fit(
+            featurizer, trips, X, d, y
+        )
 
 
 def test_every_component_moves_alike_toward_the_median_trees(model):

@@ -480,6 +480,14 @@ def build_parser() -> argparse.ArgumentParser:
         "or more (a sharper model; a few seconds more per fit) (on)",
     )
     train.add_argument(
+        "--median-trees",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with the location stage, also learn a quantile forest's median as boosted "
+        "trees and move the members' location toward it by a weight chosen out of shard "
+        "(a sharper model; predictions take 1.5x as long) (on)",
+    )
+    train.add_argument(
         "--recalibration",
         choices=("auto", "none"),
         default="auto",

@@ -60,6 +60,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         stage_one_evidence=args.stage_one_evidence,
         pair_offsets=args.pair_offsets,
         location_stage=args.location_stage,
+        median_trees=args.median_trees,
         recalibration=args.recalibration,
         random_state=args.seed,
     )

@@ -522,7 +522,7 @@ class LocationStage:
         self.median_trees_, self.median_baseline_, self.median_gap_ = None, 0.0, None
         self.median_weight_ = getattr(self, "median_weight_", 0.0)  # a refit keeps it
         if median is not None:
-            self.median_trees_, self.median_baseline_ = _checked_trees(median, F)
+            self.median_trees_, self.median_baseline_ = _checked_trees(median, F, median=True)
         self.center_ = float(oof.mean())
         if self.median_trees:  # on the members' scale: their targets keep the level
             self.median_gap_ = median_oof - oof + self.center_
@@ -647,17 +647,21 @@ _ENDS = ("origin_lat", "origin_lon", "dest_lat", "dest_lon")
 _MEDIAN = "median_"  # prefix of the median trees' arrays
 
 
-def _checked_trees(estimator: HistGradientBoostingRegressor, F: np.ndarray) -> tuple[Trees, float]:
+def _checked_trees(
+    estimator: HistGradientBoostingRegressor, F: np.ndarray, *, median: bool = False
+) -> tuple[Trees, float]:
     """A fitted estimator's trees and constant, checked to give its own predictions of
-    ``F`` to 1e-9 (RuntimeError otherwise)."""
+    ``F`` to 1e-9 (RuntimeError otherwise, naming the stage's trees or, with ``median``,
+    the median trees, and the switch that fits without them)."""
     trees = Trees.from_sklearn(estimator, F.shape[1])
     own = trees(F)
     theirs = estimator.predict(F)
     baseline = float(np.mean(theirs - own))
     if not np.allclose(own + baseline, theirs, rtol=0, atol=1e-9):
+        which, switch = ("median trees", "median_trees") if median else ("trees", "location_stage")
         raise RuntimeError(
-            "the location stage's trees do not reproduce scikit-learn's predictions: "
-            "this scikit-learn stores its trees differently; fit with location_stage=False"
+            f"the location stage's {which} do not reproduce scikit-learn's predictions: "
+            f"this scikit-learn stores its trees differently; fit with {switch}=False"
         )
     return trees, baseline
 

@@ -31,7 +31,9 @@ shrinkages, grid and score, and the arrays ``durations__{log_s,origin,dest}``); 
 saved without them loads with ``pair_durations=False`` and predicts as it did. Version
 10 added the location stage's median trees (``location_stage.median``: their constant and
 weight, and the arrays ``location__median_{feature,threshold,left,right,value,leaf,roots}``,
-checked as trees); a stage saved without them has none and predicts as it did.
+checked as trees, and the parameter ``median_trees``); a stage saved without them has none
+and predicts as it did, and a model saved without the parameter loads with
+``median_trees`` True exactly when its stage has median trees.
 
 A loaded model is checked to be one that could have been fitted (issue 32): its arrays
 hold finite numbers (only the kernel widths of linear columns are NaN, and the fit's
@@ -250,6 +252,13 @@ def load_model(cls, path: str | os.PathLike[str]):
         model.pair_durations_ = _owned(
             model, meta, "pair_durations", durations_arrays, PairDurations
         )
+        # the median trees (format 10) are the location stage's: the switch says whether
+        # the stage has them
+        has_median = model.location_ is not None and model.location_.median_trees_ is not None
+        if "median_trees" not in meta["params"]:  # saved before the switch: what it holds
+            model.median_trees = has_median
+        elif has_median and not model.median_trees:
+            raise ValueError("median-tree arrays with median_trees=False")
         # parameters added in format 2 take their format-1 behaviour when absent
         model.distance_in_kernel = bool(model.featurizer_.distance_in_kernel)
         scale = meta.get("noise_scale")

@@ -277,7 +277,8 @@ def fit_dataset(
             loo = _pair_offsets(model, fitted, plan, rate, dataset, report("offsets"), options)
         # the distance and twin scales of what the offsets and the median trees leave,
         # out of shard on the sample
-        loo = loo + model.median_shift(fitted, loo, seeds.noise_scale)
+        shift, held_out = model.median_shift(fitted, loo, seeds.noise_scale)
+        loo = loo + shift
         model.spread_ = model.new_spread().fit(
             model.member_predictors(),
             fitted.X,
@@ -285,6 +286,7 @@ def fit_dataset(
             fitted.d,
             fitted.shard_of_row,
             seeds.noise_scale,
+            held_out=held_out,  # the refitted members' predictions the weight was chosen on
         )
         if model.round_trips:  # round trips from the sample's, as the spread
             model.round_trips_ = fit_model_round_trips(model, fitted, loo, seeds.noise_scale)
