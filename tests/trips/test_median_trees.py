@@ -10,11 +10,10 @@ import pytest
 from quantile_forest import RandomForestQuantileRegressor
 
 from vrvm import TravelTimeModel, synthetic_city
-from vrvm.trips.model import _ensemble, _spread, location, travel_time
+from vrvm.trips.model import _ensemble, _online, _spread, location, travel_time
 from vrvm.trips.model.features import TripFeaturizer
-from vrvm.trips.model.location import MEDIAN_FOREST, LocationStage
+from vrvm.trips.model.location import MEDIAN_FOREST, MEDIAN_WEIGHTS, LocationStage
 from vrvm.trips.model.model_format import FORMAT_NAME, FORMAT_VERSION
-from vrvm.trips.model.travel_time import MEDIAN_WEIGHTS
 from vrvm.trips.store.model_dir import ModelFormatError, load_model_dir, save_model_dir
 
 # Small and fast: explicit widths skip the width search.
@@ -269,7 +268,7 @@ def test_updates_keep_the_median_trees_and_their_weight(tmp_path):
         n_members=2, kernel_widths=[1.0, 2.0], max_basis=60, random_state=0
     ).fit(trips.iloc[:2000])
     stage = model.location_
-    stage.median_weight_ = 0.5  # whatever was chosen, the update must use and keep it
+    stage.median_weight_ = 0.5  # kept until the stream refits the spread (after 1,000 trips)
     values = stage.to_state()[1]["median_value"].copy()
     model.update(trips.iloc[2000:])
     assert stage.median_weight_ == 0.5
@@ -279,3 +278,81 @@ def test_updates_keep_the_median_trees_and_their_weight(tmp_path):
     assert loaded.location_.median_weight_ == 0.5
     np.testing.assert_array_equal(loaded.predict(queries), model.predict(queries))
     assert np.all(np.isfinite(model.predict_dist(queries).crps(queries["travel_time_s"])))
+
+
+def test_a_refit_grows_the_final_median_trees_alone(city, monkeypatch):
+    trips, featurizer, X, d, y, stage, _ = city
+    F = stage.inputs(featurizer, trips, X, d)
+    grown = []
+    real = location._fit_median
+
+    def fit_median(k, *args):
+        grown.append(k)
+        return real(k, *args)
+
+    monkeypatch.setattr(location, "_fit_median", fit_median)
+    again = copy.deepcopy(stage)
+    again.median_weight_ = 0.4
+    again.refit(F, y)
+    # no fold's median trees (their gap chooses a weight, which a refit keeps) ...
+    assert grown == [None]
+    assert again.median_weight_ == 0.4 and again.median_gap_ is None
+    # ... and the final ones are those a fit on the same trips grows
+    np.testing.assert_array_equal(
+        again.median_location_of_inputs(F), stage.median_location_of_inputs(F)
+    )
+
+
+def test_the_stream_chooses_the_weight_again_at_each_spread_refit(monkeypatch):
+    """As the members learn the stream, the median trees' weight is chosen again by the
+    spread's score on the stream's held-out predictions, as it was at fit time."""
+    trips = synthetic_city(2700, seed=17)
+    model = TravelTimeModel(
+        n_members=2, kernel_widths=[1.0, 2.0], max_basis=60, random_state=0
+    ).fit(trips.iloc[:2200])
+    stage = model.location_
+    stage.median_weight_ = 0.8  # whatever was chosen: the stream decides again
+    monkeypatch.setattr(_online, "SCALE_REFIT_TRIPS", 250)
+    refits = []
+    real = _online.OnlineState.refit_scale
+
+    def refit_scale(self, fitted):
+        recorded = [np.concatenate(part, axis=-1) for part in (self._loc, self._y, self._toward)]
+        spread = copy.deepcopy(fitted.spread_)
+        done = real(self, fitted)
+        if done:
+            refits.append((recorded, spread))
+        return done
+
+    monkeypatch.setattr(_online.OnlineState, "refit_scale", refit_scale)
+    model.update(trips.iloc[2200:2500])
+    assert len(refits) == 1
+    (loc, y, toward), before = refits[0]
+    assert np.any(toward != 0)  # the median trees' move was recorded
+    scale = np.concatenate(model._online._scale, axis=1)
+    d = np.concatenate(model._online._d)
+    held_out = np.ones(loc.shape, bool)
+    predictives = model.member_predictors()
+    scores = before.scores_by_shift(predictives, loc, scale, y, held_out, d, toward, MEDIAN_WEIGHTS)
+    assert stage.median_scores_ == pytest.approx(scores)
+    assert stage.median_weight_ == max(scores, key=scores.get)
+    # the spread is the one fitted for the weight chosen, on the moved targets
+    expected = before.refit(predictives, loc, scale, y - stage.median_weight_ * toward, held_out, d)
+    np.testing.assert_allclose(model.spread_.coef, expected.coef)
+    assert model.spread_.twin == pytest.approx(expected.twin)
+
+
+def test_scores_by_shift_leave_the_spread_as_it_was(model):
+    spread = model.spread_
+    state = copy.deepcopy(spread.to_state())
+    call = model.median_shift_call
+    data = call["data"]
+    rows, loc, scale, mask = _spread.out_of_shard(
+        model.member_predictors(), data.X, data.d, data.shard_of_row, call["seed"]
+    )
+    y = data.y[rows] - call["loo"][rows]
+    scores = spread.scores_by_shift(
+        model.member_predictors(), loc, scale, y, mask, data.d[rows], np.ones(rows.size), (0.0, 0.5)
+    )
+    assert set(scores) == {0.0, 0.5} and scores[0.0] != scores[0.5]
+    assert spread.to_state() == state

@@ -46,6 +46,7 @@ import pandas as pd
 
 from vrvm.engine.growing import GrowingBasis
 from vrvm.trips.model._ensemble import member_loc_scale
+from vrvm.trips.model.location import MEDIAN_WEIGHTS
 from vrvm.trips.model.pair_offsets import fit_model_offsets
 
 __all__ = [
@@ -162,11 +163,13 @@ class OnlineState:
         self.bases: list[GrowingBasis] | None = None
         self.since_resolve: np.ndarray | None = None
         # held-out predictions of the latest streamed trips: members' loc and scale
-        # (before the distance scale), target, distance column
+        # (before the distance scale), target, distance column, and the move toward the
+        # median trees per unit of their weight (zeros without them)
         self._loc: list[np.ndarray] = []
         self._scale: list[np.ndarray] = []
         self._y: list[np.ndarray] = []
         self._d: list[np.ndarray] = []
+        self._toward: list[np.ndarray] = []
         self.since_scale = 0
 
     def _start(self, members, online_reserve: int) -> None:
@@ -180,15 +183,20 @@ class OnlineState:
             ]
         self._fit_rows = None  # the statistics hold what is needed of them
 
-    def record(self, model, loc, scale, y: np.ndarray, d: np.ndarray) -> None:
+    def record(self, model, loc, scale, y: np.ndarray, d: np.ndarray, toward=None) -> None:
         """Keep the members' predictions of new trips (``loc``, ``scale``: see
-        :func:`predictions`), made before they learn them."""
+        :func:`predictions`), made before they learn them, their targets ``y`` (after the
+        stage and the pair offsets) and ``toward``: the median trees' location minus
+        the members' mean, what a weight ``w`` moves the trips' location by per unit
+        (None: no median trees)."""
         if not model.spread_.learns:
             return
+        y = np.asarray(y, dtype=np.float64)
         self._loc.append(loc)
         self._scale.append(scale)
-        self._y.append(np.asarray(y, dtype=np.float64))
+        self._y.append(y)
         self._d.append(np.asarray(d, dtype=np.float64))
+        self._toward.append(np.zeros(y.size) if toward is None else np.asarray(toward, float))
         self.since_scale += y.size
 
     @staticmethod
@@ -215,17 +223,33 @@ class OnlineState:
 
     def refit_scale(self, model) -> bool:
         """Refit the distance and twin scales on the latest held-out predictions, when
-        due."""
+        due. With median trees, their weight is first chosen again among
+        :data:`~vrvm.trips.model.location.MEDIAN_WEIGHTS` by the same criterion as at fit
+        time, on these predictions: as the members learn the stream, the weight chosen
+        among the fit's trips (0.7 on the first 2,812 of the Chicago stream) can pull
+        them back toward trees grown before it (BENCHMARKS.md, issue 34)."""
         if self.since_scale < SCALE_REFIT_TRIPS:
             return False
         loc = np.concatenate(self._loc, axis=1)[:, -SCALE_STREAM_ROWS:]
         scale = np.concatenate(self._scale, axis=1)[:, -SCALE_STREAM_ROWS:]
         y = np.concatenate(self._y)[-SCALE_STREAM_ROWS:]
         d = np.concatenate(self._d)[-SCALE_STREAM_ROWS:]
+        toward = np.concatenate(self._toward)[-SCALE_STREAM_ROWS:]
         self._loc, self._scale, self._y, self._d = [loc], [scale], [y], [d]
+        self._toward = [toward]
         self.since_scale = 0
+        predictives = model.member_predictors()
+        held_out = np.ones(loc.shape, bool)  # each predicted before any member learned it
+        stage = model.location_
+        if stage is not None and stage.median_trees_ is not None and len(predictives) > 1:
+            scores = model.spread_.scores_by_shift(
+                predictives, loc, scale, y, held_out, d, toward, MEDIAN_WEIGHTS
+            )
+            stage.median_weight_ = max(scores, key=scores.get)
+            stage.median_scores_ = scores
+        weight = 0.0 if stage is None else stage.median_weight_
         model.spread_.refit(
-            model.member_predictors(), loc, scale, y, np.ones(loc.shape, bool), d, source="stream"
+            predictives, loc, scale, y - weight * toward, held_out, d, source="stream"
         )
         return True
 

@@ -20,6 +20,7 @@ intervals to 0.98-1.00 coverage, BENCHMARKS.md, issue 34).
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from collections.abc import Mapping
@@ -187,6 +188,23 @@ class Spread:
             self.pit_map, record = fit_pit_map(pits, random_state=self.seed)
             self.score["pit_map"] = record
         return self
+
+    def scores_by_shift(
+        self, predictives, loc, scale, y, held_out, d, toward: np.ndarray, weights
+    ) -> dict[float, float]:
+        """The out-of-shard mean log density of targets ``y - w toward`` under the
+        scales refitted for each ``w`` of ``weights`` (arguments as :meth:`refit`;
+        without a PIT map: the scales' own score, as :meth:`TravelTimeModel.median_shift
+        <vrvm.trips.model.travel_time.TravelTimeModel.median_shift>` scores at fit time).
+        This spread is left as it was."""
+        trial = copy.copy(self)
+        trial.recalibrate = False
+        return {
+            float(w): trial.refit(predictives, loc, scale, y - w * toward, held_out, d).score[
+                "after"
+            ]
+            for w in weights
+        }
 
     def mixture(
         self, predictives, loc: np.ndarray, scale: np.ndarray, d: np.ndarray, *, log: bool

@@ -64,7 +64,7 @@ from vrvm.trips.model.features import (
     _local_wall_clock_us,
 )
 
-__all__ = ["MIN_TRIPS", "LocationStage", "Trees"]
+__all__ = ["MEDIAN_WEIGHTS", "MIN_TRIPS", "LocationStage", "Trees"]
 
 #: Training trips below which a model fits no stage. Five folds of trees that stop early
 #: on a tenth of each fold need trips to find cuts: on 3,000 trips of each city the stage
@@ -77,6 +77,11 @@ MIN_TRIPS = 2000
 #: (100 gave the same CRPS: the boosting smooths the forest's noise), one random trip's
 #: log seconds kept per leaf (the package's default; BENCHMARKS.md, issue 34).
 MEDIAN_FOREST = {"n_estimators": 30, "min_samples_leaf": 5, "max_features": 0.33}
+
+#: Weights of the median trees tried after the members (0: none), at fit time
+#: (:meth:`~vrvm.trips.model.travel_time.TravelTimeModel.median_shift`) and on the stream
+#: of updates (:meth:`~vrvm.trips.model._online.OnlineState.refit_scale`).
+MEDIAN_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 #: The boosting of the median trees (squared error: the forest's median is a smooth target).
 MEDIAN_BOOSTING = {"learning_rate": 0.1, "max_leaf_nodes": 31, "max_iter": 500}
@@ -471,7 +476,12 @@ class LocationStage:
         with threadpool_limits(1, user_api="openmp"):
             return self._fit(F, y, n_jobs, progress or (lambda done, total: None))
 
-    def _fit(self, F: np.ndarray, y: np.ndarray, n_jobs, progress) -> np.ndarray:
+    def _fit(
+        self, F: np.ndarray, y: np.ndarray, n_jobs, progress, *, median_folds: bool = True
+    ) -> np.ndarray:
+        """The fit of :meth:`fit` and :meth:`refit` (``median_folds``: also each fold's
+        median trees, for the out-of-fold gap the weight is chosen on; a refit keeps its
+        weight and grows the final median trees alone)."""
         n = y.size
         folds = list(
             KFold(min(self.n_folds, n), shuffle=True, random_state=self.random_state).split(F)
@@ -495,6 +505,7 @@ class LocationStage:
             tasks += [
                 (_fit_median, k, seed, F[fit_rows], y[fit_rows], F[out_rows])
                 for k, ((fit_rows, out_rows), seed) in enumerate(zip(folds, seeds, strict=True))
+                if median_folds
             ]
             tasks.append((_fit_median, None, self.random_state, F, y, None))
         total = len(tasks) + 1
@@ -524,7 +535,7 @@ class LocationStage:
         if median is not None:
             self.median_trees_, self.median_baseline_ = _checked_trees(median, F, median=True)
         self.center_ = float(oof.mean())
-        if self.median_trees:  # on the members' scale: their targets keep the level
+        if self.median_trees and median_folds:  # on the members' scale, as their targets
             self.median_gap_ = median_oof - oof + self.center_
         self.oof_rmse_ = float(np.sqrt(np.mean((oof - y) ** 2)))
         progress(total, total)
@@ -559,9 +570,9 @@ class LocationStage:
         if learning_rate is not None:
             fresh.learning_rate = float(learning_rate)
         with threadpool_limits(1, user_api="openmp"):
-            oof = fresh._fit(F, y, n_jobs, lambda done, total: None)
+            # the final median trees grow again, their weight the fit's: no fold's are needed
+            oof = fresh._fit(F, y, n_jobs, lambda done, total: None, median_folds=False)
         fresh.n_folds, fresh.learning_rate = self.n_folds, self.learning_rate  # its own
-        fresh.median_gap_ = None  # the median trees grow again; their weight stays the fit's
         self.__dict__.update(fresh.__dict__)
         return oof
 

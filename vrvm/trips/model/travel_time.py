@@ -37,6 +37,7 @@ from vrvm.trips.model import _ensemble, location, model_format
 from vrvm.trips.model._online import KeptArrays, OnlineState, record_history
 from vrvm.trips.model._spread import Spread, out_of_shard
 from vrvm.trips.model.features import TripFeaturizer
+from vrvm.trips.model.location import MEDIAN_WEIGHTS
 from vrvm.trips.model.pair_durations import fit_model_pair_durations
 from vrvm.trips.model.pair_offsets import ENDS, fit_model_offsets
 from vrvm.trips.model.round_trips import fit_model_round_trips
@@ -52,9 +53,6 @@ logger = logging.getLogger(__name__)
 #: phase one of "reading", "location", "members", "statistics", "offsets" (see
 #: :meth:`TravelTimeModel.fit`).
 ProgressCallback = Callable[[int, int, float, str], Any]
-
-#: Weights of the location stage's median trees tried after the members (0: none).
-MEDIAN_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 #: The prior guess of a member's noise sd as a fraction of its targets' sd (``noise_prior``).
 NOISE_PRIOR_FRACTION = 0.25
@@ -264,8 +262,10 @@ class TravelTimeModel(BaseEstimator):
         With the location stage, also learn a quantile forest's median of the training
         trips as boosted trees (the median trees, out of fold as the stage), and after
         the members move every component's location by ``w (m(x) - mean_m mu_m)``
-        toward theirs, ``m(x)``: ``w`` among :data:`MEDIAN_WEIGHTS` (0 to 0.8) chosen by
-        the training trips' out-of-shard log score (:meth:`median_shift`). The
+        toward theirs, ``m(x)``: ``w`` among
+        :data:`~vrvm.trips.model.location.MEDIAN_WEIGHTS` (0 to 0.8) chosen by the
+        training trips' out-of-shard log score (:meth:`median_shift`), and again by the
+        stream's held-out predictions whenever updates refit the spread. The
         predictive stays an exact mixture with the same scales. Over three seeds on the
         random split, CRPS -0.7 % on the San Francisco bike share, -0.4 % on NYC,
         Chicago level, NLL lower on all three, for 1.5x the prediction time
@@ -741,11 +741,15 @@ class TravelTimeModel(BaseEstimator):
         After the members (and the pair offsets), every component's location ``mu_m``
         of a query moves by ``w (m(x) - mean_m mu_m)``, toward the median trees'
         location ``m(x)``: a blend of the two locations, the mixture still exact.
-        ``w`` is the weight among :data:`MEDIAN_WEIGHTS` whose spread, fitted as the
-        model's (:meth:`new_spread`), gives the training trips of ``data`` (targets
-        after the stage) the highest out-of-shard mean log density: each trip located
-        by the members that did not see it plus its leave-one-out pair offset ``loo``,
-        and by the out-of-fold median trees (``seed``: the spread's). Zero without
+        ``w`` is the weight among :data:`~vrvm.trips.model.location.MEDIAN_WEIGHTS`
+        whose spread, fitted as the model's (:meth:`new_spread`), gives the training
+        trips of ``data`` (targets after the stage) the highest out-of-shard mean log
+        density: each trip located by the members that did not see it plus its
+        leave-one-out pair offset ``loo``, and by the out-of-fold median trees
+        (``seed``: the spread's). Updates choose it again on the stream
+        (:meth:`OnlineState.refit_scale <vrvm.trips.model._online.OnlineState.refit_scale>`,
+        by :meth:`Spread.scores_by_shift
+        <vrvm.trips.model._spread.Spread.scores_by_shift>`). Zero without
         median trees, with one member, or with a spread without scales
         (``noise_model="constant"`` and no twin scales): no score to choose by.
 
@@ -1021,7 +1025,7 @@ class TravelTimeModel(BaseEstimator):
             online.keep(KeptArrays(F, X, d, y, np.column_stack(ends), member_of_row), forgetting)
             offset = stage.offset_of_inputs(F)
             y = y - offset
-            if stage.median_weight_ > 0:
+            if stage.median_trees_ is not None:  # (their weight may change on the stream)
                 gap = stage.median_location_of_inputs(F) - offset
         loc, scale = online.predictions(self, X, d)  # before the members learn the trips
         pairs_at = np.zeros(y.size)
@@ -1029,10 +1033,10 @@ class TravelTimeModel(BaseEstimator):
             offsets.learn(*(trips[c] for c in ENDS), y - loc.mean(axis=0))
             pairs_at = offsets.offset_of_trips(trips)
             y = y - pairs_at
-        shift = 0.0  # the spread's stream sees the location the model predicts with
+        toward = None  # the move toward the median trees per unit of their weight
         if gap is not None and loc is not None:
-            shift = stage.median_weight_ * (gap - loc.mean(axis=0) - pairs_at)
-        online.record(self, loc, scale, y - shift, d)
+            toward = gap - loc.mean(axis=0) - pairs_at
+        online.record(self, loc, scale, y, d, toward)
         for m in range(n_members):
             rows = slice(None) if assign == "all" else member_of_row == m
             if assign == "all" or np.any(rows):
