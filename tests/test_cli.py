@@ -103,6 +103,36 @@ def test_predict_queries_without_travel_times(workdir, tmp_path):
     assert np.all(preds["q75_s"] < preds["q95_s"])
 
 
+def test_predict_warns_of_weekend_queries_to_a_model_of_weekdays(workdir, tmp_path):
+    root, _, _ = workdir
+    trips = pd.read_csv(root / "trips.csv", parse_dates=["start_time"])
+    weekdays = trips[trips["start_time"].dt.weekday < 5]  # UTC, the model's zone
+    weekdays.to_csv(tmp_path / "weekdays.csv", index=False)
+    args = ("--out", str(tmp_path / "m"), *TRAIN_FAST, "-q")
+    status, _, err = run("train", str(tmp_path / "weekdays.csv"), *args)
+    assert status == 0, err
+    queries = synthetic_city(40, seed=11).drop(columns="travel_time_s")
+    n_weekend = int((queries["start_time"].dt.weekday >= 5).sum())
+    assert 0 < n_weekend < len(queries)
+    queries.to_csv(tmp_path / "q.csv", index=False)
+    status, out, err = run("predict", str(tmp_path / "m"), str(tmp_path / "q.csv"), "-q")
+    assert status == 0, err
+    assert err == (
+        f"vrvm: warning: {n_weekend} of 40 queries depart on a weekend, but none of the "
+        "training trips did: the model answers for them with what it learned on weekdays\n"
+    )
+    assert list(pd.read_csv(io.StringIO(out)).columns) == ["row", *PREDICTION_COLUMNS]
+    # a model of every day says nothing
+    status, _, err = run("predict", str(root / "model"), str(tmp_path / "q.csv"), "-q")
+    assert status == 0 and err == ""
+    # nor does one saved before it counted its trips' kinds of day (unknown, not none)
+    manifest = json.loads((tmp_path / "m" / "model.json").read_text())
+    del manifest["metadata"]["training_summary"]["day_kind_trips"]
+    (tmp_path / "m" / "model.json").write_text(json.dumps(manifest))
+    status, again, err = run("predict", str(tmp_path / "m"), str(tmp_path / "q.csv"), "-q")
+    assert status == 0 and err == "" and again == out
+
+
 def test_predict_scores_rows_with_travel_times_and_keeps_unreadable_rows(workdir, tmp_path):
     root, _, _ = workdir
     queries = synthetic_city(6, seed=12)

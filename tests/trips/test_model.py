@@ -375,6 +375,40 @@ def test_training_summary_keeps_the_provenance_of_the_trips():
     assert summary["source"] == trips.attrs["source"]
 
 
+def test_training_summary_counts_the_trips_by_kind_of_day(model, trips):
+    weekend = int((trips["start_time"].dt.weekday >= 5).sum())  # UTC, the model's zone
+    assert 0 < weekend < len(trips)
+    assert model.training_summary_["day_kind_trips"] == {
+        "weekday": len(trips) - weekend,
+        "weekend": weekend,
+    }
+    weekdays = trips[trips["start_time"].dt.weekday < 5].iloc[:800]
+    weekday_model = TravelTimeModel(**{**FAST, "n_members": 2}).fit(weekdays)
+    assert weekday_model.training_summary_["day_kind_trips"] == {"weekday": 800, "weekend": 0}
+    asked = weekdays.head(3).assign(
+        start_time=pd.to_datetime(["2024-03-09 08:00", "2024-03-10 23:59", "2024-03-11 00:01"])
+    )  # Saturday, Sunday, Monday (naive: the model's wall clock)
+    assert weekday_model.trips_on_day_kind(asked).tolist() == [0, 0, 800]
+    # the wall clock of the model's zone decides: Saturday 03:00 UTC is Friday in Chicago
+    aware = asked.assign(start_time=pd.to_datetime(["2024-03-09 03:00"] * 3, utc=True))
+    chicago = copy.copy(weekday_model)
+    chicago.tz_ = "America/Chicago"
+    assert chicago.trips_on_day_kind(aware).tolist() == [800, 800, 800]
+    assert weekday_model.trips_on_day_kind(aware).tolist() == [0, 0, 0]
+
+
+def test_a_model_saved_before_the_day_kind_counts_loads_and_predicts(model, queries, tmp_path):
+    path = model.save(tmp_path / "model")
+    manifest = json.loads((path / "model.json").read_text())
+    assert "day_kind_trips" in manifest["metadata"]["training_summary"]
+    del manifest["metadata"]["training_summary"]["day_kind_trips"]
+    (path / "model.json").write_text(json.dumps(manifest))
+    old = TravelTimeModel.load(path)
+    assert "day_kind_trips" not in old.training_summary_
+    assert old.trips_on_day_kind(queries) is None  # unknown, not "none"
+    assert _same_predictions(old.predict_dist(queries), model.predict_dist(queries))
+
+
 def test_format_1_models_load_without_the_distance_scale(model, queries, tmp_path):
     """Models saved before the distance scale (format 1) load as noise_model="constant"
     and predict with the members' own scales."""

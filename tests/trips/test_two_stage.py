@@ -146,6 +146,8 @@ def test_two_stage_fit_reads_everything_and_reports_its_phases(two_stage, trips)
     assert summary["bbox"][0] == lats.min() and summary["bbox"][2] == lats.max()
     assert pd.Timestamp(summary["start_time_max"]) == trips["start_time"].max()
     assert summary["travel_time_s"]["max"] == trips["travel_time_s"].max()
+    weekend = int((trips["start_time"].dt.weekday >= 5).sum())  # UTC, the model's zone
+    assert summary["day_kind_trips"] == {"weekday": len(trips) - weekend, "weekend": weekend}
     phases = [c[3] for c in calls]
     n_parts = summary["two_stage"]["parts"]  # whole files here: 7,000 and 5,000 rows
     assert n_parts == 2

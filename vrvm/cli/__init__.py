@@ -90,6 +90,7 @@ from vrvm.services.analyst.area_check import check_same_area
 from vrvm.services.analyst.demo import demo_predictions
 from vrvm.services.answers.predictions import PREDICTION_COLUMNS, SCORE_COLUMNS
 from vrvm.services.display.progress import format_seconds
+from vrvm.services.map.support import day_kinds_warning
 from vrvm.services.versions.models import (
     activate_version,
     model_name,
@@ -247,7 +248,7 @@ def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
     started = time.perf_counter()
     bar = None if args.quiet else predict_progress(args.queries, stderr)
     try:
-        n_predicted, report = predict_in_batches(
+        n_predicted, report, thin_days = predict_in_batches(
             model, args.queries, reading_options(args), args.out, stdout, progress=bar
         )
     finally:
@@ -260,6 +261,8 @@ def _cmd_predict(args, stdout: IO[str], stderr: IO[str]) -> int:
             "be used; their predictions are empty:\n"
         )
         stderr.write("\n".join(report.summary().splitlines()[1:]) + "\n")
+    if warning := day_kinds_warning(model, thin_days, n_predicted):
+        stderr.write(f"vrvm: warning: {warning}\n")
     if args.out != "-":
         rate = f"{n_predicted / elapsed_s:,.0f} queries/s" if n_predicted else "no queries"
         stderr.write(

@@ -51,6 +51,7 @@ from vrvm.services.answers.predictions import (
     prediction_table,
 )
 from vrvm.services.display.csv_cells import safe_cells
+from vrvm.services.map.support import thin_day_queries
 from vrvm.trips.files.cleaning import CleaningReport, combine_reports
 from vrvm.trips.files.formats import CLOCK_FORMATS, WEEKDAY_FORMATS, check_date_format
 from vrvm.trips.files.layouts import (
@@ -373,7 +374,8 @@ class _Predictions:
 
     Iterating reads a batch, predicts it and yields its table (``columns``: every
     column, the scores too, unless the file has no travel time at all); ``reports``,
-    ``rows_read`` and ``scored`` (some query carried a travel time) grow with it, and
+    ``rows_read``, ``scored`` (some query carried a travel time) and ``thin_days``
+    (:func:`~vrvm.services.map.support.thin_day_queries`) grow with it, and
     ``progress`` hears of every batch (rows read of ``total_rows``, phase "queries").
     """
 
@@ -390,6 +392,7 @@ class _Predictions:
         self.batches = batches
         self.columns = list(columns)
         self.reports: list[CleaningReport] = []
+        self.thin_days: dict[str, int] = {}  # queries by kind of day the model hardly saw
         self.scored = False
         self.rows_read = 0
         self.progress = progress
@@ -411,6 +414,8 @@ class _Predictions:
     def _read(self) -> Iterator[tuple[pd.DataFrame, CleaningReport]]:
         for queries, report in self.batches:
             self.reports.append(report)
+            for kind, n in thin_day_queries(self.model, queries).items():
+                self.thin_days[kind] = self.thin_days.get(kind, 0) + n
             truth = queries["travel_time_s"].to_numpy(dtype=np.float64)
             self.scored = self.scored or bool(np.isfinite(truth).any())
             yield queries, report
@@ -501,7 +506,7 @@ def predict_in_batches(
     stdout: IO[str],
     *,
     progress: ProgressCallback | None = None,
-) -> tuple[int, CleaningReport]:
+) -> tuple[int, CleaningReport, dict[str, int]]:
     """Predict a file of queries batch by batch, writing each batch as it comes.
 
     The queries are read as :func:`vrvm.services.answers.predictions.read_queries` reads them
@@ -528,6 +533,10 @@ def predict_in_batches(
         Queries predicted (the rows kept by the reader).
     report : CleaningReport
         The report of the whole file.
+    thin_days : dict of str to int
+        Queries departing on a kind of day the model hardly learned, by kind
+        (:func:`~vrvm.services.map.support.thin_day_queries`; empty for a model saved
+        before it recorded its trips' kinds of day).
     """
     started = time.perf_counter()
     layout, _ = read_layout(
@@ -567,7 +576,8 @@ def predict_in_batches(
                 _drop_scores_csv(tmp, opener)
 
         atomic_write(Path(out), write)
-    return sum(r.n_kept for r in tables.reports), combine_reports(tables.reports)
+    n_predicted = sum(r.n_kept for r in tables.reports)
+    return n_predicted, combine_reports(tables.reports), tables.thin_days
 
 
 def _write_csv(handle: IO[str], tables: Iterable[pd.DataFrame]) -> None:

@@ -16,7 +16,11 @@ Trips without a calendar date (files that give only the clock and the weekday) a
 placed in the *reference week*, Monday 1970-01-05 to Sunday 1970-01-11 in local time,
 by their weekday and clock: the model needs only the time of day and the day type, so
 they train and predict like any other trips, and :func:`dateless_mask` tells them
-apart wherever a real date matters (a time span, a split by date).
+apart wherever a real date matters (a time span, a split by date). The day type is the
+*kind of day* (:data:`DAY_KINDS`: Monday to Friday, or Saturday and Sunday, on the local
+calendar, :func:`day_kind`); :func:`summarise_trips` records how many training trips
+departed on each, so that a model can tell when it is asked about a kind of day it
+hardly saw.
 
 A *query* has the first five columns (:data:`QUERY_COLUMNS`). The frame's ``attrs``
 record where it came from: ``attrs["schema"]`` (the source layout), ``attrs["tz"]``
@@ -37,12 +41,16 @@ import pandas as pd
 
 __all__ = [
     "CANONICAL_COLUMNS",
+    "DAY_KINDS",
     "QUERY_COLUMNS",
     "REFERENCE_MONDAY",
     "TARGET_COLUMN",
     "check_trips",
     "date_span",
     "dateless_mask",
+    "day_kind",
+    "day_kind_counts",
+    "local_weekday",
     "summarise_trips",
     "travel_times",
     "trip_ids",
@@ -67,6 +75,53 @@ TARGET_COLUMN = "travel_time_s"
 
 REFERENCE_MONDAY = np.datetime64("1970-01-05")
 """Local date of the Monday of the reference week that holds trips without a date."""
+
+DAY_KINDS: tuple[str, ...] = ("weekday", "weekend")
+"""The kinds of day the model tells apart (its ``is_weekend`` input): Monday to Friday,
+and Saturday and Sunday."""
+
+
+def local_weekday(start_time: pd.Series, tz: str | None = None) -> np.ndarray:
+    """Local weekday (Monday = 0) of each departure (read in ``tz`` if aware).
+
+    Examples
+    --------
+    >>> start = pd.Series(pd.to_datetime(["2024-03-09 05:00"], utc=True))  # a Saturday
+    >>> local_weekday(start, "UTC"), local_weekday(start, "America/Chicago")  # still Friday
+    (array([5]), array([4]))
+    """
+    start = pd.Series(start_time)
+    if start.dt.tz is not None and tz is not None:
+        start = start.dt.tz_convert(tz)
+    return start.dt.weekday.to_numpy(np.int64)
+
+
+def day_kind(weekday):
+    """The kind of day (:data:`DAY_KINDS`) of weekdays (Monday = 0), as the model's
+    ``is_weekend`` input tells them apart.
+
+    Examples
+    --------
+    >>> day_kind(5), day_kind(np.array([0, 4, 6])).tolist()
+    ('weekend', ['weekday', 'weekday', 'weekend'])
+    """
+    if np.ndim(weekday) == 0:
+        return DAY_KINDS[int(weekday) >= 5]
+    return np.where(np.asarray(weekday) >= 5, DAY_KINDS[1], DAY_KINDS[0])
+
+
+def day_kind_counts(start_time: pd.Series, tz: str | None = None) -> dict[str, int]:
+    """How many departures fall on each kind of day (:data:`DAY_KINDS`, read in ``tz``
+    if aware), as :func:`summarise_trips` records them under ``"day_kind_trips"``.
+
+    Examples
+    --------
+    >>> start = pd.Series(pd.to_datetime(["2024-03-08 08:00", "2024-03-09 05:00"], utc=True))
+    >>> day_kind_counts(start, "UTC"), day_kind_counts(start, "America/Chicago")
+    ({'weekday': 1, 'weekend': 1}, {'weekday': 2, 'weekend': 0})
+    """
+    weekend = int(np.count_nonzero(local_weekday(start_time, tz) >= 5))
+    return {DAY_KINDS[0]: len(start_time) - weekend, DAY_KINDS[1]: weekend}
 
 
 def dateless_mask(start_time: pd.Series) -> np.ndarray:
@@ -225,10 +280,16 @@ def trip_ids(trips: pd.DataFrame) -> np.ndarray:
 
 
 def summarise_trips(
-    trips: pd.DataFrame, travel_time_s: np.ndarray, provenance: dict[str, Any]
+    trips: pd.DataFrame,
+    travel_time_s: np.ndarray,
+    provenance: dict[str, Any],
+    tz: str | None = None,
 ) -> dict[str, Any]:
     """What a model records of its training trips: count, time span, bounding box,
-    travel-time range, content hash and ``provenance`` (see :func:`trip_provenance`)."""
+    travel-time range, content hash, the trips on each kind of day (``day_kind_trips``,
+    see :func:`day_kind_counts`, read in the model's zone ``tz``) and ``provenance``
+    (see :func:`trip_provenance`). A model saved before the kinds of day were counted
+    has no ``day_kind_trips``: what it learned of them is unknown."""
     times = trips["start_time"]
     lats = np.concatenate([trips["origin_lat"].to_numpy(float), trips["dest_lat"].to_numpy(float)])
     lons = np.concatenate([trips["origin_lon"].to_numpy(float), trips["dest_lon"].to_numpy(float)])
@@ -243,6 +304,7 @@ def summarise_trips(
             "max": float(travel_time_s.max()),
         },
         "sha256": trips_sha256(trips),
+        "day_kind_trips": day_kind_counts(times, tz),
     }
     summary.update(provenance)
     return summary

@@ -36,6 +36,7 @@ from scipy import sparse
 from vrvm.trips.places.trip_zones import zone_neighbours
 from vrvm.trips.places.zones import latlng_to_zone
 from vrvm.trips.store.zone_index import ZoneIndex
+from vrvm.trips.table import DAY_KINDS, day_kind, day_kind_counts, local_weekday
 
 __all__ = [
     "DAY_KINDS",
@@ -45,6 +46,7 @@ __all__ = [
     "TripSupport",
     "build_trip_support",
     "day_kind",
+    "day_kinds_warning",
     "day_note",
     "index_trips",
     "local_minutes",
@@ -55,6 +57,7 @@ __all__ = [
     "observed_trips",
     "origin_support",
     "pair_support",
+    "thin_day_queries",
     "thin_days",
     "weekday_of",
 ]
@@ -66,9 +69,6 @@ MEMO_TRIPS = 2_000_000
 """Most trips :meth:`TripSupport.trips_from` remembers (about 32 bytes each)."""
 """Trips "at this time of day" departed within this many minutes of the departure."""
 _DAY_MIN = 24 * 60
-DAY_KINDS = ("weekday", "weekend")
-"""The kinds of day the model tells apart (its ``is_weekend`` input): Monday to Friday,
-and Saturday and Sunday."""
 _DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -258,11 +258,10 @@ def index_trips(
         "minute": local_minutes(start_time, tz),
         **(extra or {}),
     }
-    kinds = day_kind(local_weekday(start_time, tz))
     meta = {
         "tz": tz,
         "with_neighbours": with_neighbours,
-        "day_kind_trips": {kind: int(np.count_nonzero(kinds == kind)) for kind in DAY_KINDS},
+        "day_kind_trips": day_kind_counts(start_time, tz),
     }
     index = ZoneIndex.build(columns, n_zones=neighbours.shape[0], meta=meta, path=path)
     return TripSupport(neighbours, index, int(origin_row.size), with_neighbours)
@@ -280,35 +279,6 @@ def local_minutes(start_time: pd.Series, tz: str | None = None) -> np.ndarray:
     if start.dt.tz is not None and tz is not None:
         start = start.dt.tz_convert(tz)
     return (start.dt.hour * 60 + start.dt.minute + start.dt.second / 60.0).to_numpy(float)
-
-
-def local_weekday(start_time: pd.Series, tz: str | None = None) -> np.ndarray:
-    """Local weekday (Monday = 0) of each departure (read in ``tz`` if aware).
-
-    Examples
-    --------
-    >>> start = pd.Series(pd.to_datetime(["2024-03-09 05:00"], utc=True))  # a Saturday
-    >>> local_weekday(start, "UTC"), local_weekday(start, "America/Chicago")  # still Friday
-    (array([5]), array([4]))
-    """
-    start = start_time
-    if start.dt.tz is not None and tz is not None:
-        start = start.dt.tz_convert(tz)
-    return start.dt.weekday.to_numpy(np.int64)
-
-
-def day_kind(weekday):
-    """The kind of day (:data:`DAY_KINDS`) of weekdays (Monday = 0), as the model's
-    ``is_weekend`` input tells them apart.
-
-    Examples
-    --------
-    >>> day_kind(5), day_kind(np.array([0, 4, 6])).tolist()
-    ('weekend', ['weekday', 'weekday', 'weekend'])
-    """
-    if np.ndim(weekday) == 0:
-        return DAY_KINDS[int(weekday) >= 5]
-    return np.where(np.asarray(weekday) >= 5, DAY_KINDS[1], DAY_KINDS[0])
 
 
 def thin_days(support: TripSupport, start_time: pd.Series, tz: str | None = None) -> np.ndarray:
@@ -331,6 +301,69 @@ def thin_days(support: TripSupport, start_time: pd.Series, tz: str | None = None
         if n_day is not None and n_day < THIN_TRIPS:
             thin |= kinds == kind
     return thin
+
+
+def thin_day_queries(model, queries: pd.DataFrame) -> dict[str, int]:
+    """How many ``queries`` depart on each kind of day (:data:`DAY_KINDS`) on which
+    fewer than :data:`THIN_TRIPS` of the model's training trips departed, by kind (only
+    the kinds with some): what the model's recorded counts say
+    (:meth:`~vrvm.trips.model.travel_time.TravelTimeModel.trips_on_day_kind`), with or
+    without a trip index; ``{}`` for a model saved before it recorded them.
+
+    Examples
+    --------
+    >>> from vrvm import TravelTimeModel, synthetic_city
+    >>> trips = synthetic_city(800, seed=0)
+    >>> weekdays = trips[trips["start_time"].dt.weekday < 5]
+    >>> model = TravelTimeModel(n_members=2, kernel_widths=[1.5], max_basis=40,
+    ...                         random_state=0).fit(weekdays)
+    >>> thin_day_queries(model, trips) == {"weekend": len(trips) - len(weekdays)}
+    True
+    >>> thin_day_queries(model, weekdays)
+    {}
+    """
+    if not len(queries):
+        return {}
+    n_day = model.trips_on_day_kind(queries)
+    if n_day is None:
+        return {}
+    kinds = day_kind(local_weekday(queries["start_time"], model.tz_))
+    thin = n_day < THIN_TRIPS
+    counted = {kind: int(np.count_nonzero(thin & (kinds == kind))) for kind in DAY_KINDS}
+    return {kind: n for kind, n in counted.items() if n}
+
+
+def day_kinds_warning(model, thin_queries: dict[str, int], n_queries: int) -> str:
+    """One line saying how many of ``n_queries`` queries depart on a kind of day the model
+    hardly learned (``thin_queries``, see :func:`thin_day_queries`) and what it answers
+    them with, or ``""`` when none does.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> counts = {"weekday": 900, "weekend": 0}
+    >>> model = SimpleNamespace(training_summary_={"day_kind_trips": counts})
+    >>> day_kinds_warning(model, {"weekend": 12}, 40)  # doctest: +NORMALIZE_WHITESPACE
+    '12 of 40 queries depart on a weekend, but none of the training trips did: the model
+    answers for them with what it learned on weekdays'
+    >>> day_kinds_warning(model, {}, 40)
+    ''
+    """
+    counts = (model.training_summary_ or {}).get("day_kind_trips") or {}
+    lines = []
+    for kind, n in thin_queries.items():
+        n_day = int(counts.get(kind, 0))
+        other = DAY_KINDS[kind == DAY_KINDS[0]]
+        did = "none of the training trips" if n_day == 0 else f"only {n_day:,} training trips"
+        if n_day == 1:
+            did = "only 1 training trip"
+        depart, them = ("departs", "it") if n == 1 else ("depart", "them")
+        mostly = "" if n_day == 0 else "mostly "
+        lines.append(
+            f"{n:,} of {n_queries:,} queries {depart} on a {kind}, but {did} did: the model "
+            f"answers for {them} {mostly}with what it learned on {other}s"
+        )
+    return "; ".join(lines)
 
 
 def day_note(support: TripSupport, departure, tz: str | None = None) -> str:

@@ -30,7 +30,7 @@ import pandas as pd
 from vrvm.engine.kernels import SufficientStatistics
 from vrvm.trips.files.cleaning import CleaningReport, combine_reports
 from vrvm.trips.model.pair_offsets import ENDS, PairOffsets, add_pair_sums, out_of_shard_residual
-from vrvm.trips.table import CANONICAL_COLUMNS
+from vrvm.trips.table import CANONICAL_COLUMNS, DAY_KINDS, day_kind_counts
 
 __all__ = [
     "OffsetPlan",
@@ -170,11 +170,13 @@ class TripSummary:
     time_max: float = -np.inf
     hash_sum: int = 0  # sum and xor of the trips' 64-bit hashes: order-free digests
     hash_xor: int = 0
+    n_weekend: int = 0  # trips departing on a weekend, local time (the rest: weekdays)
 
-    def add(self, trips: pd.DataFrame, travel_time_s: np.ndarray) -> None:
+    def add(self, trips: pd.DataFrame, travel_time_s: np.ndarray, tz: str | None = None) -> None:
         if not len(trips):
             return
         self.n += len(trips)
+        self.n_weekend += day_kind_counts(trips["start_time"], tz)[DAY_KINDS[1]]
         times = trips["start_time"]
         lo, hi = times.min(), times.max()
         self.start_min = lo if self.start_min is None else min(self.start_min, lo)
@@ -207,6 +209,7 @@ class TripSummary:
             max(self.time_max, other.time_max),
             (self.hash_sum + other.hash_sum) % 2**64,
             self.hash_xor ^ other.hash_xor,
+            self.n_weekend + other.n_weekend,
         )
 
     def as_dict(self, median_s: float) -> dict:
@@ -229,6 +232,7 @@ class TripSummary:
                 "max": self.time_max,
             },
             "sha256": digest.hexdigest(),
+            "day_kind_trips": {DAY_KINDS[0]: self.n - self.n_weekend, DAY_KINDS[1]: self.n_weekend},
         }
 
 
@@ -277,7 +281,7 @@ def part_statistics(dataset, part, plan: StatisticsPlan) -> PartStatistics:
             sel = batch.member == m
             if sel.any():
                 acc.add(batch.X[sel], batch.y[sel], batch.d[sel, None])
-        summary.add(batch.trips, batch.seconds)
+        summary.add(batch.trips, batch.seconds, plan.featurizer.tz_)
     return PartStatistics([acc.result() for acc in sums], summary, reports)
 
 

@@ -42,7 +42,15 @@ from vrvm.trips.model.pair_durations import fit_model_pair_durations
 from vrvm.trips.model.pair_offsets import ENDS, fit_model_offsets
 from vrvm.trips.model.round_trips import fit_model_round_trips
 from vrvm.trips.places.zones import stratified_shards, trip_strata
-from vrvm.trips.table import check_trips, summarise_trips, travel_times, trip_provenance
+from vrvm.trips.table import (
+    DAY_KINDS,
+    check_trips,
+    day_kind,
+    local_weekday,
+    summarise_trips,
+    travel_times,
+    trip_provenance,
+)
 
 __all__ = ["NOISE_PRIOR_FRACTION", "TravelTimeModel"]
 
@@ -373,7 +381,9 @@ class TravelTimeModel(BaseEstimator):
     training_summary_ : dict
         ``n_trips``, ``start_time_min`` / ``start_time_max`` (ISO 8601),
         ``bbox`` ``[min_lat, min_lon, max_lat, max_lon]``, ``travel_time_s``
-        min/median/max, ``sha256`` (:func:`trips_sha256`), and the trips'
+        min/median/max, ``sha256`` (:func:`trips_sha256`), ``day_kind_trips`` (the
+        trips on each kind of day, see :meth:`trips_on_day_kind`; absent from models
+        saved before it was recorded), and the trips'
         ``source``/``schema``/``synthetic`` attributes when present.
     metrics_ : dict or None
         Metrics stored with the model (see :meth:`save`); None after :meth:`fit`.
@@ -723,7 +733,7 @@ class TravelTimeModel(BaseEstimator):
         self.tz_ = featurizer.tz_
         self.shard_sizes_ = np.array([rows.size for rows in shard_rows])
         self.n_relevance_ = np.array([member.n_relevance_ for member in members])
-        self.training_summary_ = summarise_trips(trips, travel_time_s, provenance)
+        self.training_summary_ = summarise_trips(trips, travel_time_s, provenance, featurizer.tz_)
         self.metrics_ = None
         self.n_updates_ = 0
         self.update_history_ = []
@@ -865,6 +875,49 @@ class TravelTimeModel(BaseEstimator):
         if (pairs := getattr(self, "pair_durations_", None)) is not None:
             dist = pairs.apply(dist, *ends)
         return dist
+
+    def trips_on_day_kind(self, queries: pd.DataFrame) -> np.ndarray | None:
+        """How many training trips departed on each query's kind of day.
+
+        A model that learned from weekdays alone (the San Francisco bike-share sample
+        has no weekend trip) answers for a Saturday with what it learned on weekdays:
+        :meth:`predict_dist` cannot tell, this can. The kinds of day are those of
+        :data:`~vrvm.trips.table.DAY_KINDS` (Monday to Friday, Saturday and Sunday),
+        on the local calendar of ``tz_``, as the model's ``is_weekend`` input reads them.
+
+        Parameters
+        ----------
+        queries : pandas.DataFrame
+            A ``start_time`` column (other columns are ignored). Naive values are read
+            as wall clock times in the model's time zone ``tz_``.
+
+        Returns
+        -------
+        numpy.ndarray of int or None
+            The training trips (``training_summary_["day_kind_trips"]``) on each
+            query's kind of day; None for a model saved before they were counted
+            (what it learned of the kinds of day is unknown).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from vrvm import synthetic_city
+        >>> trips = synthetic_city(800, seed=0)
+        >>> weekdays = trips[trips["start_time"].dt.weekday < 5]
+        >>> model = TravelTimeModel(n_members=2, kernel_widths=[1.5], max_basis=40,
+        ...                         random_state=0).fit(weekdays)
+        >>> asked = weekdays.head(2).assign(
+        ...     start_time=pd.to_datetime(["2024-03-09 08:00", "2024-03-12 08:00"]))
+        >>> model.trips_on_day_kind(asked).tolist() == [0, len(weekdays)]  # Sat., Tue.
+        True
+        """
+        check_is_fitted(self, "members_")
+        counts = (self.training_summary_ or {}).get("day_kind_trips")
+        if counts is None:
+            return None
+        kinds = day_kind(local_weekday(queries["start_time"], self.tz_))
+        n_weekend = int(counts.get(DAY_KINDS[1], 0))
+        return np.where(kinds == DAY_KINDS[1], n_weekend, int(counts.get(DAY_KINDS[0], 0)))
 
     def recalibrate(self, probability) -> np.ndarray:
         """G(p): a probability the members' mixture F gives for an event "within T",
