@@ -78,6 +78,10 @@ def test_predict_equals_the_services(client, zones, vrvm_home):
     assert results[0]["support"]["thin"] == (expected < 5)
     assert results[0]["origin_zone"] == zones[0]["zone"]
     assert results[0]["destination_zone"] == zones[5]["zone"]
+    # the trips on each departure's kind of day, from the model's record (a Tuesday)
+    day_trips = served.model.trips_on_day_kind(queries)
+    assert [r["day_kind_trips"] for r in results] == day_trips.tolist()
+    assert day_trips[0] == served.model.training_summary_["day_kind_trips"]["weekday"] > 0
 
 
 def test_departures_with_an_offset_are_converted_to_the_models_zone(client, zones):
@@ -258,3 +262,45 @@ def test_departures_at_the_ends_of_the_range_are_answered(client, zones):
         "/v1/predict", json={"trips": [_trip(zones[0], zones[5], "1970-01-01T00:00:00+01:00")]}
     )
     assert edge.status_code == 422 and "outside the supported range" in edge.text
+
+
+def _weekday_model(tmp_path, *, recorded=True):
+    """A small model of weekday trips alone, saved as a model directory (no trip index);
+    ``recorded=False``: as saved before models recorded their trips' kinds of day."""
+    from vrvm import TravelTimeModel, synthetic_city
+
+    trips = synthetic_city(900, seed=2)
+    weekdays = trips[trips["start_time"].dt.weekday < 5]
+    model = TravelTimeModel(n_members=2, kernel_widths=[1.5], max_basis=40, random_state=0)
+    model.fit(weekdays)
+    if not recorded:
+        del model.training_summary_["day_kind_trips"]
+    return model.save(tmp_path / "weekdays"), weekdays
+
+
+def _saturday_and_tuesday(trips):
+    first = trips.iloc[0]
+    place = {"origin": {"lat": first["origin_lat"], "lon": first["origin_lon"]}}
+    place["destination"] = {"lat": first["dest_lat"], "lon": first["dest_lon"]}
+    days = ("2024-03-09T08:00:00", "2024-03-12T08:00:00")  # a Saturday, a Tuesday
+    return {"trips": [{**place, "depart": day} for day in days], "support": True}
+
+
+def test_the_kind_of_day_is_told_from_the_models_record_without_a_trip_index(make_client, tmp_path):
+    path, weekdays = _weekday_model(tmp_path)
+    client = make_client(home=None, model_dir=path)
+    answer = client.post("/v1/predict", json=_saturday_and_tuesday(weekdays))
+    assert answer.status_code == 200, answer.text
+    saturday, tuesday = answer.json()["results"]
+    assert saturday["support"] is None  # no trips kept: no support counts
+    # ... but the model's record says it never saw a weekend
+    assert saturday["day_kind_trips"] == 0
+    assert tuesday["day_kind_trips"] == len(weekdays)
+
+
+def test_a_model_saved_before_the_record_answers_with_an_unknown_kind_of_day(make_client, tmp_path):
+    path, weekdays = _weekday_model(tmp_path, recorded=False)
+    client = make_client(home=None, model_dir=path)
+    answer = client.post("/v1/predict", json=_saturday_and_tuesday(weekdays))
+    assert answer.status_code == 200, answer.text
+    assert [r["day_kind_trips"] for r in answer.json()["results"]] == [None, None]

@@ -285,9 +285,10 @@ def _finite(value) -> float | None:
 
 
 def _trip_results(
-    table: pd.DataFrame, body: PredictRequest, departs: list, zones: tuple
+    table: pd.DataFrame, body: PredictRequest, departs: list, zones: tuple, day_trips
 ) -> list[dict]:
-    """One result per trip: the columns it asked for, keyed as the API documents."""
+    """One result per trip: the columns it asked for, keyed as the API documents, and
+    ``day_trips``, the training trips on each departure's kind of day (None: unknown)."""
     q_cols = {format_number(q): f"q{format_number(q)}_s" for q in body.quantiles}
     t_cols = {format_number(t): f"p_within_{format_number(t)}s" for t in body.within_s}
     columns = {name: table[name].to_numpy() for name in table.columns}
@@ -312,6 +313,7 @@ def _trip_results(
                 "trips_at_time": int(columns["support_trips_at_time"][i]),
                 "thin": bool(columns["thin"][i]),
             }
+        result["day_kind_trips"] = None if day_trips is None else int(day_trips[i])
         results.append(result)
     return results
 
@@ -798,7 +800,8 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         )
         if used is not now:  # the model changed in between: the zones came from `now`
             zones_of = tuple([None] * len(body.trips) for _ in range(2))
-        results = _trip_results(table, body, departs, zones_of)
+        day_trips = used.model.trips_on_day_kind(queries)  # the model's record, index or not
+        results = _trip_results(table, body, departs, zones_of, day_trips)
         return PredictResponse.model_validate(
             {"model": _model_ref(used), "time_zone": used.tz, "results": results}
         )

@@ -726,6 +726,14 @@ class TripResult(BaseModel):
     buffer_index: float | None = None
     misery_index: float | None = None
     support: Support | None = None
+    day_kind_trips: int | None = Field(
+        None,
+        description="How many of the model's training trips departed on the departure's "
+        "kind of day (weekday or weekend), from the model's own record, whether or not "
+        "its trips are kept: under 5, the model answers with what it learned on the "
+        "other kind (a model of weekdays asked about a Saturday). Null for a model saved "
+        "before it recorded them.",
+    )
 
 
 class PredictResponse(BaseModel):
