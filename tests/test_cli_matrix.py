@@ -337,3 +337,37 @@ def test_names_a_spreadsheet_would_run_are_quoted_in_csv(model_dir, files, tmp_p
     )  # fmt: skip
     assert status == 0, err
     assert pd.read_parquet(tmp_path / "M.parquet")["origin"][0] == evil
+
+
+@pytest.fixture(scope="module")
+def weekday_model_dir(tmp_path_factory):
+    """A small model of weekday trips alone."""
+    from vrvm import TravelTimeModel
+
+    trips = synthetic_city(900, seed=2)
+    weekdays = trips[trips["start_time"].dt.weekday < 5]
+    model = TravelTimeModel(n_members=2, kernel_widths=[1.5], max_basis=40, random_state=0)
+    return model.fit(weekdays).save(tmp_path_factory.mktemp("weekdays") / "m")
+
+
+@pytest.mark.parametrize(
+    ("depart", "window", "words"),
+    [
+        ("2024-03-09 08:15", None, "24 of 24 pairs depart on a weekend, but none of the "),
+        ("2024-03-08 23:50", "30", "the departure window ends on a weekend (Sat 00:20)"),
+        ("2024-03-05 08:15", "30", None),
+    ],
+)
+def test_a_matrix_on_a_kind_of_day_the_model_never_saw_says_so(
+    weekday_model_dir, files, tmp_path, depart, window, words
+):
+    origins, destinations = files
+    argv = ["matrix", weekday_model_dir, "--origins", origins, "--destinations", destinations]
+    argv += ["--depart", depart, "--out", tmp_path / "M.csv"]
+    argv += ["--window", window] if window else []
+    status, _, err = run(*argv)
+    assert status == 0, err
+    if words is None:
+        assert "warning" not in err
+    else:
+        assert f"vrvm: warning: {words}" in err

@@ -304,3 +304,28 @@ def test_a_model_saved_before_the_record_answers_with_an_unknown_kind_of_day(mak
     answer = client.post("/v1/predict", json=_saturday_and_tuesday(weekdays))
     assert answer.status_code == 200, answer.text
     assert [r["day_kind_trips"] for r in answer.json()["results"]] == [None, None]
+
+
+def test_a_matrix_tells_the_kind_of_day_from_the_models_record(make_client, tmp_path):
+    path, weekdays = _weekday_model(tmp_path)
+    client = make_client(home=None, model_dir=path)
+    first = weekdays.iloc[0]
+    body = {
+        "origins": [{"lat": first["origin_lat"], "lon": first["origin_lon"]}],
+        "destinations": [{"lat": first["dest_lat"], "lon": first["dest_lon"]}],
+        "depart": "2024-03-09T08:00:00",  # a Saturday
+    }
+    answer = client.post("/v1/matrix", json=body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["day_kind_trips"] == 0
+    tuesday = client.post("/v1/matrix", json={**body, "depart": "2024-03-12T08:00:00"})
+    assert tuesday.json()["day_kind_trips"] == len(weekdays)
+    as_csv = client.post("/v1/matrix", json=body, headers={"accept": "text/csv"})
+    assert as_csv.status_code == 200 and as_csv.headers["x-day-kind-trips"] == "0"
+    old, _ = _weekday_model(tmp_path / "old", recorded=False)
+    before = make_client(home=None, model_dir=old)
+    assert before.post("/v1/matrix", json=body).json()["day_kind_trips"] is None
+    assert (
+        "x-day-kind-trips"
+        not in before.post("/v1/matrix", json=body, headers={"accept": "text/csv"}).headers
+    )

@@ -365,6 +365,13 @@ def _json_column(column: pd.Series) -> list:
     return out
 
 
+def _day_kind_trips(served: Served, stamp) -> int | None:
+    """The model's training trips on the kind of day of the departure ``stamp`` (None:
+    a model saved before it recorded them)."""
+    counts = served.model.trips_on_day_kind(pd.DataFrame({"start_time": [stamp]}))
+    return None if counts is None else int(counts[0])
+
+
 def _matrix_answer(
     frame: pd.DataFrame, body: MatrixRequest, served: Served, stamp
 ) -> MatrixLong | MatrixNested:
@@ -377,6 +384,7 @@ def _matrix_answer(
         "depart": stamp.isoformat(),
         "n_origins": len(body.origins),
         "n_destinations": len(body.destinations),
+        "day_kind_trips": _day_kind_trips(served, stamp),
     }
     if body.layout == "nested":
         m, n = len(body.origins), len(body.destinations)
@@ -814,7 +822,8 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         responses={
             200: {
                 "description": "JSON by default; CSV or Parquet (the long layout) by the "
-                "Accept header, with the headers X-Model-Version and X-Time-Zone.",
+                "Accept header, with the headers X-Model-Version, X-Time-Zone and "
+                "X-Day-Kind-Trips (see day_kind_trips).",
                 "content": {
                     "text/csv": {"schema": {"type": "string"}},
                     "application/vnd.apache.parquet": {
@@ -853,6 +862,8 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         )
         kind = _wants(request)
         headers = {"X-Model-Version": str(now.version), "X-Time-Zone": now.tz}
+        if (day_trips := _day_kind_trips(now, stamp)) is not None:
+            headers["X-Day-Kind-Trips"] = str(day_trips)
         if kind == "csv":
             return Response(matrix_csv(frame), media_type="text/csv", headers=headers)
         if kind == "parquet":

@@ -772,6 +772,14 @@ class _MatrixHead(BaseModel):
     depart: str = Field(description="The departure of every pair, ISO 8601 in the model's zone.")
     n_origins: int
     n_destinations: int
+    day_kind_trips: int | None = Field(
+        None,
+        description="How many of the model's training trips departed on the departure's "
+        "kind of day (weekday or weekend), from the model's own record: under 5, every "
+        "pair is answered with what it learned on the other kind. Null for a model saved "
+        "before it recorded them. CSV and Parquet answers carry it as the header "
+        "X-Day-Kind-Trips.",
+    )
 
 
 class MatrixLong(_MatrixHead):

@@ -34,8 +34,10 @@ from vrvm.cli._reading import (
 )
 from vrvm.services.answers.matrix import iter_matrix, matrix_columns, read_points
 from vrvm.services.display.progress import format_seconds
+from vrvm.services.map.support import THIN_TRIPS, day_kinds_warning, thin_day_queries
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.store.durable import atomic_write
+from vrvm.trips.table import DAY_KINDS
 
 __all__ = ["MATRIX_PROGRESS_PAIRS", "add_parser", "cmd_matrix", "write_pairs"]
 
@@ -193,6 +195,24 @@ def write_pairs(out: str, tables: Iterable[pd.DataFrame], origins, destinations,
     atomic_write(Path(out), write)
 
 
+def _day_kind_warning(model, departure: pd.Timestamp, window_min: float, pairs: int) -> str:
+    """What to say when the pairs leave on a kind of day (weekday or weekend) on which
+    the model's training trips hardly departed: at the departure (every pair), else at
+    the end of the departure window (the pairs that leave late in it); ``""`` if neither."""
+    if thin := thin_day_queries(model, pd.DataFrame({"start_time": [departure]})):
+        return day_kinds_warning(model, dict.fromkeys(thin, pairs), pairs, noun="pairs")
+    if window_min > 0:
+        end = departure + pd.Timedelta(minutes=window_min)
+        for kind in thin_day_queries(model, pd.DataFrame({"start_time": [end]})):
+            other = DAY_KINDS[kind == DAY_KINDS[0]]
+            return (
+                f"the departure window ends on a {kind} ({end:%a %H:%M}), on which fewer "
+                f"than {THIN_TRIPS} training trips departed: the pairs that leave then are "
+                f"answered with what the model learned on {other}s"
+            )
+    return ""
+
+
 def cmd_matrix(args, stdout: IO[str], stderr: IO[str]) -> int:
     """``vrvm matrix``: read the points, predict every pair in batches, write them."""
     matrix_columns(args.quantiles, args.prob_within)  # distinct columns, before any work
@@ -231,6 +251,8 @@ def cmd_matrix(args, stdout: IO[str], stderr: IO[str]) -> int:
         if bar is not None:
             bar.close()
     elapsed_s = time.perf_counter() - started
+    if warning := _day_kind_warning(model, departure, args.window, pairs):
+        stderr.write(f"vrvm: warning: {warning}\n")
     if args.out != "-" and not args.quiet:
         stderr.write(
             f"wrote {pairs:,} pairs to {args.out} in {format_seconds(elapsed_s)} "

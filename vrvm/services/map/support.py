@@ -333,10 +333,12 @@ def thin_day_queries(model, queries: pd.DataFrame) -> dict[str, int]:
     return {kind: n for kind, n in counted.items() if n}
 
 
-def day_kinds_warning(model, thin_queries: dict[str, int], n_queries: int) -> str:
-    """One line saying how many of ``n_queries`` queries depart on a kind of day the model
-    hardly learned (``thin_queries``, see :func:`thin_day_queries`) and what it answers
-    them with, or ``""`` when none does.
+def day_kinds_warning(
+    model, thin_queries: dict[str, int], n_queries: int, *, noun: str = "queries"
+) -> str:
+    """One line saying how many of ``n_queries`` queries (``noun``: what they are called)
+    depart on a kind of day the model hardly learned (``thin_queries``, see
+    :func:`thin_day_queries`) and what it answers them with, or ``""`` when none does.
 
     Examples
     --------
@@ -348,6 +350,8 @@ def day_kinds_warning(model, thin_queries: dict[str, int], n_queries: int) -> st
     answers for them with what it learned on weekdays'
     >>> day_kinds_warning(model, {}, 40)
     ''
+    >>> day_kinds_warning(model, {"weekend": 6}, 6, noun="pairs")[:30]
+    '6 of 6 pairs depart on a weeken'
     """
     counts = (model.training_summary_ or {}).get("day_kind_trips") or {}
     lines = []
@@ -360,7 +364,7 @@ def day_kinds_warning(model, thin_queries: dict[str, int], n_queries: int) -> st
         depart, them = ("departs", "it") if n == 1 else ("depart", "them")
         mostly = "" if n_day == 0 else "mostly "
         lines.append(
-            f"{n:,} of {n_queries:,} queries {depart} on a {kind}, but {did} did: the model "
+            f"{n:,} of {n_queries:,} {noun} {depart} on a {kind}, but {did} did: the model "
             f"answers for {them} {mostly}with what it learned on {other}s"
         )
     return "; ".join(lines)
