@@ -350,8 +350,8 @@ def day_kinds_warning(
     answers for them with what it learned on weekdays'
     >>> day_kinds_warning(model, {}, 40)
     ''
-    >>> day_kinds_warning(model, {"weekend": 6}, 6, noun="pairs")[:30]
-    '6 of 6 pairs depart on a weeken'
+    >>> day_kinds_warning(model, {"weekend": 6}, 6, noun="pairs")[:33]
+    '6 of 6 pairs depart on a weekend,'
     """
     counts = (model.training_summary_ or {}).get("day_kind_trips") or {}
     lines = []
