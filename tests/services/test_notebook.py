@@ -17,7 +17,7 @@ import vrvm
 from vrvm import TravelTimeModel, read_trips
 from vrvm.cli import main
 from vrvm.services.answers import schedule
-from vrvm.services.answers.matrix import iter_matrix
+from vrvm.services.answers.matrix import iter_matrix, matrix_frame
 from vrvm.services.map.area import build_service_area
 from vrvm.services.map.places import Place
 from vrvm.services.notebook import inputs
@@ -173,6 +173,14 @@ def test_reach_is_fleet_coverage_with_the_median_from_the_best_base(model, place
                            "lon": [area.grid["lon"].iloc[row]]})  # fmt: skip
     one = vrvm.travel_time_matrix(model, best.round(6), target, departure=DEPART)
     assert zones["median_min"].iloc[row] == pytest.approx(one["travel_time_p50"].iloc[0], rel=TOL)
+    # every zone's, as the whole matrix of the bases gives it (reach predicts one pair a zone)
+    points = area.grid[["zone", "lat", "lon"]].rename(columns={"zone": "label"})
+    sources = located[["name", "lat", "lon"]].rename(columns={"name": "label"})
+    whole = matrix_frame(model, sources, points, DEPART, max_pairs=10**6)
+    median = whole["median_s"].to_numpy().reshape(len(bases), len(points)) / 60.0
+    best_rows = np.argmax(coverage.prob, axis=0)
+    picked = median[best_rows, np.arange(len(points))]
+    np.testing.assert_allclose(zones["median_min"], picked, rtol=1e-12)
     assert set(zones.columns) >= {"p_best", "p_any", "best_base", "median_min", "geometry"}
     assert (zones.geometry.geom_type == "Polygon").all() and zones.crs.to_epsg() == 4326
 

@@ -110,12 +110,17 @@ def isochrones(
 
 
 def _median_from_best(model, bases, grid, departure, best_rows) -> np.ndarray:
-    """The median minutes from each zone's best base (the OD matrix's median)."""
+    """The median minutes from each zone's best base (the OD matrix's median): each base
+    to the zones it is the best base of, one pair a zone (the matrix's values, to the
+    last bits, do not depend on how its pairs are batched)."""
     points = grid[["zone", "lat", "lon"]].rename(columns={"zone": "label"})
     sources = bases[["name", "lat", "lon"]].rename(columns={"name": "label"})
-    frame = pd.concat(list(iter_matrix(model, sources, points, departure)), ignore_index=True)
-    median = frame["median_s"].to_numpy().reshape(len(bases), len(grid))
-    return median[best_rows, np.arange(len(grid))] / 60.0
+    median = np.empty(len(grid))
+    for base in np.unique(best_rows):
+        zones = np.flatnonzero(best_rows == base)
+        pairs = iter_matrix(model, sources.iloc[[base]], points.iloc[zones], departure)
+        median[zones] = pd.concat(list(pairs), ignore_index=True)["median_s"].to_numpy()
+    return median / 60.0
 
 
 def reach(
