@@ -354,7 +354,13 @@ def weekday_model_dir(tmp_path_factory):
     ("depart", "window", "words"),
     [
         ("2024-03-09 08:15", None, "24 of 24 pairs depart on a weekend, but none of the "),
-        ("2024-03-08 23:50", "30", "the departure window ends on a weekend (Sat 00:20)"),
+        (
+            "2024-03-08 23:50",
+            "30",
+            "the departure window ends on a weekend (Sat 00:20), but none of the training "
+            "trips did: the model answers for the pairs that leave then with what it learned "
+            "on weekdays",
+        ),
         ("2024-03-05 08:15", "30", None),
     ],
 )

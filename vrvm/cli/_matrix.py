@@ -34,10 +34,9 @@ from vrvm.cli._reading import (
 )
 from vrvm.services.answers.matrix import iter_matrix, matrix_columns, read_points
 from vrvm.services.display.progress import format_seconds
-from vrvm.services.map.support import THIN_TRIPS, day_kinds_warning, thin_day_queries
+from vrvm.services.map.support import day_kinds_warning, learned_on_clause, thin_day_queries
 from vrvm.trips.model.travel_time import TravelTimeModel
 from vrvm.trips.store.durable import atomic_write
-from vrvm.trips.table import DAY_KINDS
 
 __all__ = ["MATRIX_PROGRESS_PAIRS", "add_parser", "cmd_matrix", "write_pairs"]
 
@@ -204,11 +203,8 @@ def _day_kind_warning(model, departure: pd.Timestamp, window_min: float, pairs: 
     if window_min > 0:
         end = departure + pd.Timedelta(minutes=window_min)
         for kind in thin_day_queries(model, pd.DataFrame({"start_time": [end]})):
-            other = DAY_KINDS[kind == DAY_KINDS[0]]
-            return (
-                f"the departure window ends on a {kind} ({end:%a %H:%M}), on which fewer "
-                f"than {THIN_TRIPS} training trips departed: the pairs that leave then are "
-                f"answered with what the model learned on {other}s"
+            return f"the departure window ends on a {kind} ({end:%a %H:%M}), " + (
+                learned_on_clause(model, kind, "the pairs that leave then")
             )
     return ""
 

@@ -49,6 +49,7 @@ __all__ = [
     "day_kinds_warning",
     "day_note",
     "index_trips",
+    "learned_on_clause",
     "local_minutes",
     "local_weekday",
     "minute_of_day",
@@ -327,9 +328,12 @@ def thin_day_queries(model, queries: pd.DataFrame) -> dict[str, int]:
     n_day = model.trips_on_day_kind(queries)
     if n_day is None:
         return {}
-    kinds = day_kind(local_weekday(queries["start_time"], model.tz_))
     thin = n_day < THIN_TRIPS
-    counted = {kind: int(np.count_nonzero(thin & (kinds == kind))) for kind in DAY_KINDS}
+    if not thin.any():
+        return {}
+    # the kinds of the thin queries alone (almost always none)
+    kinds = day_kind(local_weekday(queries["start_time"][thin], model.tz_))
+    counted = {kind: int(np.count_nonzero(kinds == kind)) for kind in DAY_KINDS}
     return {kind: n for kind, n in counted.items() if n}
 
 
@@ -353,21 +357,36 @@ def day_kinds_warning(
     >>> day_kinds_warning(model, {"weekend": 6}, 6, noun="pairs")[:33]
     '6 of 6 pairs depart on a weekend,'
     """
-    counts = (model.training_summary_ or {}).get("day_kind_trips") or {}
     lines = []
     for kind, n in thin_queries.items():
-        n_day = int(counts.get(kind, 0))
-        other = DAY_KINDS[kind == DAY_KINDS[0]]
-        did = "none of the training trips" if n_day == 0 else f"only {n_day:,} training trips"
-        if n_day == 1:
-            did = "only 1 training trip"
         depart, them = ("departs", "it") if n == 1 else ("depart", "them")
-        mostly = "" if n_day == 0 else "mostly "
         lines.append(
-            f"{n:,} of {n_queries:,} {noun} {depart} on a {kind}, but {did} did: the model "
-            f"answers for {them} {mostly}with what it learned on {other}s"
+            f"{n:,} of {n_queries:,} {noun} {depart} on a {kind}, "
+            + learned_on_clause(model, kind, them)
         )
     return "; ".join(lines)
+
+
+def learned_on_clause(model, kind: str, them: str = "them") -> str:
+    """The end of a sentence saying something departs on a ``kind`` of day
+    (:data:`DAY_KINDS`): how many of the model's training trips did, and what it answers
+    for ``them`` with (:func:`day_kinds_warning`'s words, for other subjects).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> model = SimpleNamespace(training_summary_={"day_kind_trips": {"weekday": 9, "weekend": 1}})
+    >>> learned_on_clause(model, "weekend", "the pairs that leave then")  # doctest: +ELLIPSIS
+    'but only 1 training trip did: the model answers for the pairs ... mostly with ...'
+    """
+    counts = (model.training_summary_ or {}).get("day_kind_trips") or {}
+    n_day = int(counts.get(kind, 0))
+    other = DAY_KINDS[kind == DAY_KINDS[0]]
+    did = "none of the training trips" if n_day == 0 else f"only {n_day:,} training trips"
+    if n_day == 1:
+        did = "only 1 training trip"
+    mostly = "" if n_day == 0 else "mostly "
+    return f"but {did} did: the model answers for {them} {mostly}with what it learned on {other}s"
 
 
 def day_note(support: TripSupport, departure, tz: str | None = None) -> str:

@@ -780,25 +780,27 @@ class TravelTimeModel(BaseEstimator):
             return np.zeros(n), None
         predictives = self.member_predictors()
         held_out = out_of_shard(predictives, data.X, data.d, data.shard_of_row, seed)
-        rows, loc, _, mask = held_out
+        rows, loc, scale, mask = held_out
         # the members' out-of-shard location of the sampled trips, as the spread sees it
         location = (loc * mask).sum(axis=0) / mask.sum(axis=0) + loo[rows]
         toward = np.zeros(n)
         toward[rows] = stage.median_gap_[rows] - location
-        scores = {}
-        for w in MEDIAN_WEIGHTS:
-            spread = self.new_spread()
-            spread.recalibrate = False  # the score is the scales' (the PIT map comes after)
-            spread.fit(
+        # the spread each weight is scored with, fitted as the model's (its score does
+        # not depend on the largest scale Spread.fit also sets)
+        spread = self.new_spread()
+        spread.d_range = (float(data.d.min()), float(data.d.max()))
+        scores = dict.fromkeys(MEDIAN_WEIGHTS, -np.inf)
+        if spread.learns:
+            scores = spread.scores_by_shift(
                 predictives,
-                data.X,
-                data.y - loo - w * toward,
-                data.d,
-                data.shard_of_row,
-                seed,
-                held_out=held_out,
+                loc,
+                scale,
+                (data.y - loo)[rows],
+                mask,
+                data.d[rows],
+                toward[rows],
+                MEDIAN_WEIGHTS,
             )
-            scores[w] = spread.score.get("after", -np.inf)
         w = max(scores, key=scores.get)
         logger.info(
             "median trees: out-of-shard mean log density %s by weight; weight %s",
