@@ -329,3 +329,27 @@ def test_a_matrix_tells_the_kind_of_day_from_the_models_record(make_client, tmp_
         "x-day-kind-trips"
         not in before.post("/v1/matrix", json=body, headers={"accept": "text/csv"}).headers
     )
+
+
+def test_the_maps_tell_the_kind_of_day_from_the_models_record(make_client, tmp_path):
+    path, weekdays = _weekday_model(tmp_path)
+    client = make_client(home=None, model_dir=path)
+    first = weekdays.iloc[0]
+    origin = f"{first['origin_lat']},{first['origin_lon']}"
+    base = {"lat": first["origin_lat"], "lon": first["origin_lon"]}
+    for depart, expected in (("2024-03-09T08:00:00", 0), ("2024-03-12T08:00:00", len(weekdays))):
+        query = {"origin": origin, "depart": depart, "within": 900}
+        answers = {
+            "reach": client.get("/v1/reach", params=query),
+            "isochrone": client.get("/v1/isochrone", params={**query, "p": 0.5}),
+            "coverage": client.post(
+                "/v1/coverage", json={"bases": [base], "depart": depart, "within_s": 900}
+            ),
+        }
+        for name, answer in answers.items():
+            assert answer.status_code == 200, (name, answer.text)
+            assert answer.json()["day_kind_trips"] == expected, (name, depart)
+    old, _ = _weekday_model(tmp_path / "old", recorded=False)
+    before = make_client(home=None, model_dir=old)
+    answer = before.get("/v1/reach", params={"origin": origin, "within": 900})
+    assert answer.status_code == 200 and answer.json()["day_kind_trips"] is None

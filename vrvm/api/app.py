@@ -406,12 +406,14 @@ def _matrix_answer(
 
 
 def _map_answer(
-    kind: type[FeatureCollection], document: bytes, served: Served
+    kind: type[FeatureCollection], document: bytes, served: Served, stamp
 ) -> FeatureCollection:
-    """A service's GeoJSON ``document`` with the model that answered, as ``kind``."""
+    """A service's GeoJSON ``document`` with the model that answered and what it learned
+    of the departure ``stamp``'s kind of day, as ``kind``."""
     parsed = json.loads(document)
     parsed["model"] = _model_ref(served)
     parsed["time_zone"] = served.tz
+    parsed["day_kind_trips"] = _day_kind_trips(served, stamp)
     return kind.model_validate(parsed)
 
 
@@ -897,7 +899,7 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         document = coverage_svc.coverage_geojson(
             grid, place, stamp, minutes, synthetic=now.synthetic
         )
-        return _map_answer(ReachMap, document, now)
+        return _map_answer(ReachMap, document, now, stamp)
 
     @v1.get(
         "/isochrone",
@@ -940,7 +942,7 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         except ValueError as exc:
             raise FieldError(["query"], str(exc)) from None
         document = isochrones.isochrones_geojson(result, synthetic=now.synthetic)
-        return _map_answer(IsochroneMap, document, now)
+        return _map_answer(IsochroneMap, document, now, stamp)
 
     @v1.post(
         "/coverage",
@@ -967,7 +969,7 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         result = fleet.fleet_coverage(now.model, now.area, bases, stamp, body.within_s / 60.0)
         demand, _ = fleet.zone_demand(now.area)
         document = fleet_files.fleet_geojson(result, demand, synthetic=now.synthetic)
-        return _map_answer(CoverageMap, document, now)
+        return _map_answer(CoverageMap, document, now, stamp)
 
     # ------------------------------------------------------------------ plan
     @functools.lru_cache(maxsize=2)

@@ -832,6 +832,16 @@ class FeatureCollection(BaseModel):
     features: list[Feature]
 
 
+def _map_day_kind_trips():
+    return Field(
+        None,
+        description="How many of the model's training trips departed on the departure's "
+        "kind of day (weekday or weekend), from the model's own record: under 5, every "
+        "zone is answered with what it learned on the other kind. Null for a model saved "
+        "before it recorded them.",
+    )
+
+
 class ReachOrigin(BaseModel):
     """The origin of a reach map: where its trips start."""
 
@@ -853,6 +863,7 @@ class ReachMap(FeatureCollection):
     synthetic: bool
     model: ModelRef
     time_zone: str
+    day_kind_trips: int | None = _map_day_kind_trips()
 
 
 class IsochroneMap(FeatureCollection):
@@ -865,6 +876,7 @@ class IsochroneMap(FeatureCollection):
     synthetic: bool
     model: ModelRef
     time_zone: str
+    day_kind_trips: int | None = _map_day_kind_trips()
 
 
 class CoverageMap(FeatureCollection):
@@ -880,6 +892,7 @@ class CoverageMap(FeatureCollection):
     synthetic: bool
     model: ModelRef
     time_zone: str
+    day_kind_trips: int | None = _map_day_kind_trips()
 
 
 class CompareModel(BaseModel):
