@@ -99,12 +99,17 @@ def test_when_the_pairs_durations_are_noise_the_weight_is_about_zero():
     pairs = PairDurations().fit(o_lat, o_lon, d_lat, d_lon, log_s, sharp)
     assert not pairs.active
     assert np.all(pairs.weight(np.array([2, 5, 8, 100])) == 0)
+    # off, it keeps no trip durations: a model file holds none it does not use
+    _, arrays = pairs.to_state()
+    assert all(array.size == 0 for array in arrays.values())
+    assert pairs.score["n_trips"] == o_lat.size and "bands" in pairs.score
 
 
 def test_pairs_seen_once_leave_the_regime_off():
     rng = np.random.default_rng(3)
     pairs = PairDurations().fit(*_pair_trips(rng, 40, 1, effect=1.0), _wide)
     assert not pairs.active and "off" in pairs.score
+    assert pairs.log_s.size == pairs.origin.size == pairs.dest.size == 0
 
 
 # ---------------------------------------------------------------- the predictive

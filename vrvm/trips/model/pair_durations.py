@@ -240,7 +240,7 @@ class PairDurations:
         rows = np.flatnonzero(others >= BANDS[0])
         if rows.size == 0:
             self.score["off"] = "no pair with two training trips"
-            return self
+            return self._without_trips()
         if rows.size > FIT_ROWS:
             rng = np.random.default_rng(random_state)
             rows = np.sort(rng.choice(rows, size=FIT_ROWS, replace=False))
@@ -286,6 +286,15 @@ class PairDurations:
             blend=sum(total for total, _, _ in best) / rows.size,
             bands=bands,
         )
+        return self if self.active else self._without_trips()
+
+    def _without_trips(self) -> PairDurations:
+        """Off (no band blends): the trips are dropped, as updates never turn it on. A
+        model file keeps no trip durations it does not use (trip records are personal)."""
+        self.log_s = np.empty(0)
+        self.origin = np.empty(0, dtype=np.uint64)
+        self.dest = np.empty(0, dtype=np.uint64)
+        self._pairs = None
         return self
 
     def _pair_cdfs(self, trips: list, grid: np.ndarray, h: float) -> np.ndarray:
