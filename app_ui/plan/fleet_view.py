@@ -188,18 +188,26 @@ def _base_controls(key: str, area: ServiceArea) -> None:
         st.warning(plain_markdown(moved), icon=":material/location_off:")
 
 
-def _demand(key: str, ctx: ModelContext):
-    """Demand per zone (the file's, or training-trip origins) and where it comes from."""
+def demand_control(key: str, ctx: ModelContext, *, used_in: str = "the coverage and the ranking"):
+    """The demand file's uploader; returns the demand per zone (the file's, or the
+    training-trip origins), where it comes from, and the file's id (None without one),
+    which an answer kept for its inputs names. Shared by the fleet and siting sections
+    (``used_in``: what the weights weigh there)."""
     st.file_uploader(
         "Demand per zone (optional CSV: zone or lat, lon, and demand)",
         type=["csv", "txt"],
         key=f"{key}_demand_upload",
         max_upload_size=_MAX_UPLOAD_MB,
-        help="Weights of the zones in the coverage and the ranking. Without a file: the "
-        "training trips starting in each zone.",
+        help=f"Weights of the zones in {used_in}. Without a file: the training trips "
+        "starting in each zone.",
     )
     weights = _uploaded_demand(key, ctx)
-    return fleet.zone_demand(ctx.area, weights)
+    demand, source = fleet.zone_demand(ctx.area, weights)
+    upload = st.session_state.get(f"{key}_demand_upload")
+    file_id = None
+    if weights is not None and upload is not None:
+        file_id = (str(upload.name), str(getattr(upload, "file_id", None) or upload.size))
+    return demand, source, file_id
 
 
 # ---------------------------------------------------------------------------- results
@@ -224,7 +232,7 @@ def show(key: str, ctx: ModelContext) -> None:
             required=True,
         )
         _base_controls(key, area)
-        demand, demand_source = _demand(key, ctx)
+        demand, demand_source, _ = demand_control(key, ctx)
     bases = _bases(key, area)
     coverage = fleet.fleet_coverage(ctx.model, area, bases, departure, threshold)
     fill, tips, legend = fleet.fleet_map(coverage, metric)

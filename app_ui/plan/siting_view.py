@@ -8,9 +8,11 @@ seconds, so it runs on a button press; the answer is kept with the inputs it was
 (:func:`app_ui.context.keep`) and shown only while they are the inputs selected, with
 those inputs named beside it.
 
-The demand is every zone weighted by the training trips starting there
-(:func:`vrvm.services.planning.fleet.zone_demand`); the fixed bases are the fleet
-section's, when it has any and "Keep the fleet section's bases" is ticked.
+The demand is every zone weighted by an uploaded demand file (read as the fleet
+section reads its own, :func:`app_ui.plan.fleet_view.demand_control`) or, without one, by
+the training trips starting there (:func:`vrvm.services.planning.fleet.zone_demand`);
+the fixed bases are the fleet section's, when it has any and "Keep the fleet section's
+bases" is ticked.
 
 State keys (all prefixed with the section's ``key``):
 
@@ -21,6 +23,7 @@ State keys (all prefixed with the section's ``key``):
 ``{key}_where``        ``"all"`` (every zone a candidate) or ``"chosen"``
 ``{key}_chosen``       the candidate zones' labels
 ``{key}_keep``         keep the fleet section's bases open
+``{key}_demand_upload``, ``{key}_seen``  the demand file and the last one read
 ``{key}_answer``       the last answer (a result or a message) and the inputs it was made for
 ``{key}_asked``        the button was pressed: solve on this run
 """
@@ -34,6 +37,7 @@ import streamlit as st
 
 from app_ui import maps, sidebar, trip_controls
 from app_ui.context import ModelContext, keep, kept
+from app_ui.plan.fleet_view import demand_control
 from vrvm.services.display.colours import DEST_RGB, rgba
 from vrvm.services.display.csv_cells import safe_cells
 from vrvm.services.display.text import plain_markdown
@@ -125,14 +129,19 @@ def _inputs(key: str, ctx: ModelContext):
         )
     fixed = bases if keep_fixed else bases.iloc[:0]
     fixed_key = tuple(zip(fixed["name"], fixed["lat"], fixed["lon"], strict=True))
+    demand, source, file_id = demand_control(
+        key, ctx, used_in="the share of demand each set of bases reaches"
+    )
     departures = _departures(when, extra)
-    inputs = (ctx.fingerprint, target, threshold, departures, where, chosen, fixed_key)
-    return inputs, fixed
+    demand_key = (source, file_id)
+    inputs = (ctx.fingerprint, target, threshold, departures, where, chosen, fixed_key, demand_key)
+    return inputs, fixed, demand
 
 
-def _solve(ctx: ModelContext, inputs, fixed: pd.DataFrame):
-    """The service's answer for these inputs, or the message of its refusal."""
-    _, target, threshold, departures, where, chosen, _ = inputs
+def _solve(ctx: ModelContext, inputs, fixed: pd.DataFrame, weights):
+    """The service's answer for these inputs (``weights``: the demand per zone), or the
+    message of its refusal."""
+    _, target, threshold, departures, where, chosen, _, _ = inputs
     area = ctx.area
     label_to_zone = dict(zip(area.grid["label"], area.grid["zone"].astype(str), strict=True))
     zones = None if where == "all" else [label_to_zone[label] for label in chosen]
@@ -140,7 +149,7 @@ def _solve(ctx: ModelContext, inputs, fixed: pd.DataFrame):
         if zones is not None and not zones:
             raise ValueError("choose at least one candidate zone, or take every zone")
         candidates = siting.area_points(area, zones)
-        demand = siting.area_points(area, what="demand")
+        demand = siting.area_points(area, what="demand", demand=weights)
         pairs = (len(candidates) + len(fixed)) * len(demand) * len(departures)
         if pairs > MAX_PAIRS:
             return (
@@ -195,7 +204,7 @@ def _labels(area: ServiceArea, ids) -> list[str]:
 
 
 def _described(inputs, fixed: pd.DataFrame) -> str:
-    _, target, threshold, departures, where, chosen, _ = inputs
+    _, target, threshold, departures, where, chosen, _, (source, file_id) = inputs
     times = ", ".join(f"{d:%H:%M}" for d in departures)
     asked = (
         f"{target[1]} bases"
@@ -205,7 +214,8 @@ def _described(inputs, fixed: pd.DataFrame) -> str:
     sites = "every zone" if where == "all" else f"{len(chosen)} chosen zones"
     return (
         f"For: {asked}; T = {threshold:g} min; departing {departures[0]:%Y-%m-%d} at {times}; "
-        f"candidates: {sites}; {len(fixed)} fixed bases."
+        f"candidates: {sites}; {len(fixed)} fixed bases; demand: "
+        + (f"{source} ({file_id[0]})." if file_id else f"{source}.")
     )
 
 
@@ -213,12 +223,12 @@ def show(key: str, ctx: ModelContext) -> None:
     """The siting section of the Plan page."""
     map_column, control_column = st.columns([5, 2], gap="medium")
     with control_column:
-        inputs, fixed = _inputs(key, ctx)
+        inputs, fixed, weights = _inputs(key, ctx)
         st.button(
             "Find the best sites", key=f"{key}_solve", type="primary", on_click=_ask, args=(key,)
         )
     if st.session_state.pop(f"{key}_asked", False):
-        keep(f"{key}_answer", inputs, _solve(ctx, inputs, fixed))
+        keep(f"{key}_answer", inputs, _solve(ctx, inputs, fixed, weights))
     answer = kept(f"{key}_answer", inputs)  # forgotten when any input changed
     result = answer if isinstance(answer, siting.SitingResult) else None
     with map_column:

@@ -33,6 +33,11 @@ def plan_site(**state) -> AppTest:
     return at
 
 
+def captions(at: AppTest) -> str:
+    """The captions as read (Markdown escapes removed)."""
+    return "\n".join(c.value.replace("\\", "") for c in at.caption)
+
+
 def sites_shown(at: AppTest):
     return table_with(at, "p_served")
 
@@ -91,3 +96,53 @@ def test_bad_input_is_a_message(vrvm_home):
     at.button(key=f"{KEY}_solve").click().run()
     no_exception(at)
     assert any("No set of bases reaches" in e.value for e in at.error)
+
+
+def test_an_uploaded_demand_is_the_demand_solved_for(vrvm_home):
+    """A demand file weighs the zones (as the fleet section's does); the answer kept for
+    the training trips' demand is forgotten when the file is chosen, and the caption
+    names the demand the answer is for."""
+    import numpy as np
+
+    area = area_of(vrvm_home)
+    busy = area.grid.sort_values("n_points", ascending=False, kind="stable").head(6)
+    at = plan_site(where="chosen", chosen=busy["label"].tolist(), k=1)
+    at.button(key=f"{KEY}_solve").click().run()
+    no_exception(at)
+    assert len(sites_shown(at)) == 1
+    assert "demand: training trips starting in each zone." in captions(at)
+    # all demand in the quietest zones: the site is solved for it
+    quiet = area.grid.sort_values("n_points", kind="stable").head(3)
+    data = "zone,demand\n" + "".join(f"{zone},5\n" for zone in quiet["zone"])
+    upload = at.file_uploader(key=f"{KEY}_demand_upload")
+    upload.upload("calls.csv", data.encode(), "text/csv").run()
+    no_exception(at)
+    assert not [t for t in at.dataframe if "p_served" in t.value.columns]  # forgotten
+    assert "demand: the uploaded demand (calls.csv)." in captions(at)
+    at.button(key=f"{KEY}_solve").click().run()
+    no_exception(at)
+    model = TravelTimeModel.load(Home(vrvm_home).models.active_path())
+    departure = combine_departure(dt.date(2024, 3, 5), dt.time(8, 15), model.tz_)
+    weights = np.zeros(len(area.grid))
+    weights[area.grid.index.get_indexer(quiet.index)] = 5.0
+    expected = siting.site_bases(
+        model,
+        siting.area_points(area, busy["zone"].astype(str).tolist()),
+        siting.area_points(area, what="demand", demand=weights),
+        1,
+        480.0,
+        [departure],
+        time_limit_s=60.0,
+    )
+    assert sites_shown(at)["id"].tolist() == expected.sites["id"].tolist()
+    assert metrics(at)["Optimal: demand reached within 8 min"] == (
+        f"{100 * expected.objective:.1f} %"
+    )
+
+
+def test_a_bad_demand_file_is_a_message_naming_it(vrvm_home):
+    at = plan_site(k=1)
+    upload = at.file_uploader(key=f"{KEY}_demand_upload")
+    upload.upload("calls.csv", b"zone,demand\nnot-a-zone,5\n", "text/csv").run()
+    no_exception(at)
+    assert any("calls.csv" in e.value for e in at.error)

@@ -818,13 +818,18 @@ def _site_table(points: pd.DataFrame, what: str) -> pd.DataFrame:
 
 
 def area_points(
-    area: ServiceArea, zones: Sequence[str] | None = None, *, what: str = "candidate"
+    area: ServiceArea,
+    zones: Sequence[str] | None = None,
+    *,
+    what: str = "candidate",
+    demand=None,
 ) -> pd.DataFrame:
     """Zones of a service area as sites: ``id`` (the zone id), ``lat``, ``lon``.
 
     Every zone when ``zones`` is None. For ``what="demand"`` also ``weight``, the
-    zone's demand by :func:`vrvm.services.planning.fleet.zone_demand` (training-trip
-    origins by default). Raises ValueError naming the ids not in the area.
+    zone's demand by :func:`vrvm.services.planning.fleet.zone_demand`: ``demand`` (one
+    weight per zone of the area, such as an uploaded file's), training-trip origins by
+    default. Raises ValueError naming the ids not in the area.
 
     Examples
     --------
@@ -838,6 +843,8 @@ def area_points(
     Traceback (most recent call last):
     ...
     ValueError: demand zone ids not in the service area: ['x']
+    >>> area_points(area, what="demand", demand=[3.0, 1.0])["weight"].tolist()
+    [3.0, 1.0]
     """
     known = pd.Index(area.grid["zone"].astype(str))
     zones = known.tolist() if zones is None else [str(z) for z in zones]
@@ -848,8 +855,8 @@ def area_points(
         raise ValueError(f"no {what} zones")
     points = zone_points(area, zones).rename(columns={"label": "id"})
     if what == "demand":
-        demand, _ = zone_demand(area)
-        points["weight"] = demand[known.get_indexer(zones)]
+        weights, _ = zone_demand(area, demand)
+        points["weight"] = weights[known.get_indexer(zones)]
     return points
 
 
