@@ -37,6 +37,18 @@ def shared_data():
 
 
 # ----------------------------------------------------------------------------------
+#: Settings of a model for tests of places, zones and the services over them on the real
+#: files: they read the model's time zone, zones and answers, not how sharp the location
+#: stage and the own-duration regimes make them (which take the SF file's fit from two
+#: minutes to two seconds).
+PLACES_ONLY = {
+    "location_stage": False,
+    "pair_durations": False,
+    "round_trips": False,
+    "random_state": 0,
+}
+
+# ----------------------------------------------------------------------------------
 # Dashboard fixtures: a tiny demo model trained once per session into a model store.
 # ----------------------------------------------------------------------------------
 

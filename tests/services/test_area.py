@@ -5,6 +5,7 @@ from __future__ import annotations
 import h3
 import numpy as np
 
+from tests.conftest import PLACES_ONLY
 from tools.browser import lnglat_to_pixel
 from vrvm import TravelTimeModel, read_trips
 from vrvm.services.map.area import build_service_area
@@ -77,7 +78,7 @@ def test_chicago_trips_and_community_areas(shared_data):
 
     trips, _ = read_trips(shared_data("chicago_taxi_trips.csv"))
     boundaries = parse_geojson(shared_data("chicago_community_areas.geojson").read_bytes())
-    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=80, random_state=0)
+    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=80, **PLACES_ONLY)
     model.fit(trips)
     assert model.tz_ == "America/Chicago" and not is_synthetic(model)
     area = build_service_area(model, trips=trips, boundaries=boundaries)
@@ -93,7 +94,7 @@ def test_chicago_trips_and_community_areas(shared_data):
 def test_sf_bikeshare_area_opens_on_san_francisco(shared_data):
     """Real data: zones only where the bikes go, the map opens on SF, trips indexed."""
     trips, _ = read_trips(shared_data("sf_bikeshare_2019-02_partial.csv"))
-    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=60, random_state=0)
+    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=60, **PLACES_ONLY)
     model.fit(trips)
     area = build_service_area(model, trips=trips)
     grid = area.grid

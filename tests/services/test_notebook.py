@@ -14,6 +14,7 @@ import pytest
 import shapely
 
 import vrvm
+from tests.conftest import PLACES_ONLY
 from vrvm import TravelTimeModel, read_trips
 from vrvm.cli import main
 from vrvm.services.answers import schedule
@@ -344,7 +345,7 @@ def _sample_model(path, n: int) -> tuple[TravelTimeModel, pd.DataFrame]:
     trips, _ = read_trips(path)
     trips = trips.sample(n=n, random_state=0).sort_values("start_time").reset_index(drop=True)
     model = TravelTimeModel(
-        n_members=2, kernel_widths=[1.5, 3.0], max_basis=100, random_state=0, n_jobs=1
+        n_members=2, kernel_widths=[1.5, 3.0], max_basis=100, n_jobs=1, **PLACES_ONLY
     ).fit(trips)
     return model, trips
 

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import shapely
 
+from tests.conftest import PLACES_ONLY
 from vrvm import TravelTimeModel, read_trips
 from vrvm.services.answers.forecast import answer_od
 from vrvm.services.map.area import build_service_area, set_zone_choice, zone_choice
@@ -52,7 +53,7 @@ def chicago(shared_data):
         return _BUILT["chicago"]
     trips, _ = read_trips(trips_path)
     zones = ZoneFile.read(shared_data("chicago_community_areas.geojson"), id_property="area_numbe")
-    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=80, random_state=0)
+    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=80, **PLACES_ONLY)
     model.fit(trips)
     area = build_service_area(model, trips=trips, zones=zones)
     _BUILT["chicago"] = (trips, zones, model, area)
@@ -211,7 +212,7 @@ def test_shared_links_restore_polygon_places(chicago):
 def test_nyc_taxi_zones(shared_data):
     trips, _ = read_trips(shared_data("nyc_taxi_2016_sample.csv"))
     zones = ZoneFile.read(shared_data("nyc_taxi_zones.geojson"), id_property="LocationID")
-    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=60, random_state=0)
+    model = TravelTimeModel(n_members=2, kernel_widths=[1.5, 3.0], max_basis=60, **PLACES_ONLY)
     model.fit(trips)
     area = build_service_area(model, trips=trips, zones=zones)
     assert len(zones) == 263 and 100 < len(area.grid) < 263
