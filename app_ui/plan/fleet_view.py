@@ -122,6 +122,11 @@ def _uploaded_bases(key: str, area: ServiceArea) -> None:
         st.session_state[f"{key}_error"] = str(exc)
 
 
+def _file_id(upload) -> str:
+    """What tells an uploaded file from another (Streamlit's id, else name and size)."""
+    return str(getattr(upload, "file_id", None) or f"{upload.name}:{upload.size}")
+
+
 def _uploaded_demand(key: str, ctx: ModelContext):
     """The demand file's weights (read once per file and map), or None; its error shown.
 
@@ -131,8 +136,7 @@ def _uploaded_demand(key: str, ctx: ModelContext):
     upload = st.session_state.get(f"{key}_demand_upload")
     if upload is None:
         return None
-    file_id = str(getattr(upload, "file_id", None) or f"{upload.name}:{upload.size}")
-    inputs = (ctx.fingerprint, file_id)
+    inputs = (ctx.fingerprint, _file_id(upload))
     seen = kept(f"{key}_seen", inputs)
     if seen is None:
         try:
@@ -206,7 +210,7 @@ def demand_control(key: str, ctx: ModelContext, *, used_in: str = "the coverage 
     upload = st.session_state.get(f"{key}_demand_upload")
     file_id = None
     if weights is not None and upload is not None:
-        file_id = (str(upload.name), str(getattr(upload, "file_id", None) or upload.size))
+        file_id = (str(upload.name), _file_id(upload))
     return demand, source, file_id
 
 

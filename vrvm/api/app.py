@@ -373,7 +373,7 @@ def _day_kind_trips(served: Served, stamp) -> int | None:
 
 
 def _matrix_answer(
-    frame: pd.DataFrame, body: MatrixRequest, served: Served, stamp
+    frame: pd.DataFrame, body: MatrixRequest, served: Served, stamp, day_trips: int | None
 ) -> MatrixLong | MatrixNested:
     """The matrix as JSON in the layout asked for, validated as it is built (the pairs
     as dicts, :class:`~vrvm.api.schemas.MatrixPair`: a fifth of the time of models)."""
@@ -384,7 +384,7 @@ def _matrix_answer(
         "depart": stamp.isoformat(),
         "n_origins": len(body.origins),
         "n_destinations": len(body.destinations),
-        "day_kind_trips": _day_kind_trips(served, stamp),
+        "day_kind_trips": day_trips,
     }
     if body.layout == "nested":
         m, n = len(body.origins), len(body.destinations)
@@ -864,7 +864,8 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
         )
         kind = _wants(request)
         headers = {"X-Model-Version": str(now.version), "X-Time-Zone": now.tz}
-        if (day_trips := _day_kind_trips(now, stamp)) is not None:
+        day_trips = _day_kind_trips(now, stamp)
+        if day_trips is not None:
             headers["X-Day-Kind-Trips"] = str(day_trips)
         if kind == "csv":
             return Response(matrix_csv(frame), media_type="text/csv", headers=headers)
@@ -872,7 +873,7 @@ def create_app(settings: ApiSettings, *, live: LiveModel | None = None) -> FastA
             return Response(
                 matrix_parquet(frame), media_type="application/vnd.apache.parquet", headers=headers
             )
-        return _matrix_answer(frame, body, now, stamp)
+        return _matrix_answer(frame, body, now, stamp, day_trips)
 
     # ------------------------------------------------------------------ maps
     @v1.get(

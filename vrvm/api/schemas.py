@@ -764,6 +764,18 @@ class MatrixPair(TypedDict, extra_items=Cell):
     median_s: float | None
 
 
+def _day_kind_field(answered: str, more: str = ""):
+    """The ``day_kind_trips`` field of an answer at one departure, each ``answered`` (a
+    pair, a zone) from the same record."""
+    return Field(
+        None,
+        description="How many of the model's training trips departed on the departure's "
+        f"kind of day (weekday or weekend), from the model's own record: under 5, every "
+        f"{answered} is answered with what it learned on the other kind. Null for a model "
+        "saved before it recorded them." + more,
+    )
+
+
 class _MatrixHead(BaseModel):
     model_config = _ANSWER
 
@@ -772,13 +784,8 @@ class _MatrixHead(BaseModel):
     depart: str = Field(description="The departure of every pair, ISO 8601 in the model's zone.")
     n_origins: int
     n_destinations: int
-    day_kind_trips: int | None = Field(
-        None,
-        description="How many of the model's training trips departed on the departure's "
-        "kind of day (weekday or weekend), from the model's own record: under 5, every "
-        "pair is answered with what it learned on the other kind. Null for a model saved "
-        "before it recorded them. CSV and Parquet answers carry it as the header "
-        "X-Day-Kind-Trips.",
+    day_kind_trips: int | None = _day_kind_field(
+        "pair", " CSV and Parquet answers carry it as the header X-Day-Kind-Trips."
     )
 
 
@@ -832,16 +839,6 @@ class FeatureCollection(BaseModel):
     features: list[Feature]
 
 
-def _map_day_kind_trips():
-    return Field(
-        None,
-        description="How many of the model's training trips departed on the departure's "
-        "kind of day (weekday or weekend), from the model's own record: under 5, every "
-        "zone is answered with what it learned on the other kind. Null for a model saved "
-        "before it recorded them.",
-    )
-
-
 class ReachOrigin(BaseModel):
     """The origin of a reach map: where its trips start."""
 
@@ -863,7 +860,7 @@ class ReachMap(FeatureCollection):
     synthetic: bool
     model: ModelRef
     time_zone: str
-    day_kind_trips: int | None = _map_day_kind_trips()
+    day_kind_trips: int | None = _day_kind_field("zone")
 
 
 class IsochroneMap(FeatureCollection):
@@ -876,7 +873,7 @@ class IsochroneMap(FeatureCollection):
     synthetic: bool
     model: ModelRef
     time_zone: str
-    day_kind_trips: int | None = _map_day_kind_trips()
+    day_kind_trips: int | None = _day_kind_field("zone")
 
 
 class CoverageMap(FeatureCollection):
@@ -892,7 +889,7 @@ class CoverageMap(FeatureCollection):
     synthetic: bool
     model: ModelRef
     time_zone: str
-    day_kind_trips: int | None = _map_day_kind_trips()
+    day_kind_trips: int | None = _day_kind_field("zone")
 
 
 class CompareModel(BaseModel):
