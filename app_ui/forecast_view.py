@@ -123,7 +123,8 @@ def show(key: str, ctx: ModelContext, state: ODState, departure, threshold_min: 
         st.table(table.style.format(precision=1), hide_index=True, border="horizontal")
         show_quantiles(answer.quantiles)
         st.caption(
-            forecast.density_description(result.dist) + " Each chart's :material/download: "
+            forecast.density_description(result.dist, forest=ctx.model.forest_pooled())
+            + " Each chart's :material/download: "
             "PNG button saves it as a picture; the sentence above has a copy button."
         )
 

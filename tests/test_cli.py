@@ -74,15 +74,24 @@ def test_train_with_constant_noise(workdir, tmp_path):
     assert model.recalibration == "none" and model.spread_.pit_map is None
 
 
-def test_train_without_the_median_trees(workdir, tmp_path):
+def test_train_without_the_median_trees_or_the_forest(workdir, tmp_path):
     root, default_out, _ = workdir
-    assert "median trees: " in default_out  # 2,000 trips: the stage, with them
+    # 2,000 trips: the stage, and either the forest's pool or the median trees
+    model = TravelTimeModel.load(root / "model")
+    forest = model.forest_durations_
+    assert "forest neighbours: " in default_out
+    if forest.active:
+        assert "median trees dropped" in default_out and "median trees: " not in default_out
+    else:
+        assert "forest neighbours: off" in default_out and "median trees: " in default_out
     args = ("--out", str(tmp_path / "m"), *TRAIN_FAST, "--no-median-trees")
-    status, out, err = run("train", str(root / "trips.csv"), *args)
+    status, out, err = run("train", str(root / "trips.csv"), *args, "--no-forest-durations")
     assert status == 0, err
     assert "location stage: " in out and "median trees: " not in out
+    assert "forest neighbours" not in out
     model = TravelTimeModel.load(tmp_path / "m")
     assert model.median_trees is False and model.location_.median_trees_ is None
+    assert model.forest_durations is False and model.forest_durations_ is None
 
 
 def test_predict_queries_without_travel_times(workdir, tmp_path):
@@ -504,7 +513,8 @@ def test_train_on_the_real_sf_bike_share_file_without_help(shared_data, tmp_path
     )
     assert status == 0, err
     assert "local times read in America/Los_Angeles" in err  # the report says why
-    assert "PIT map: degree" in out  # bike trips' skewed times: a map is worth it
+    # bike trips' skewed times: a map is worth it (the members' own beside a forest's pool)
+    assert "PIT map: degree" in out or "PIT map of the members alone: degree" in out
     model = TravelTimeModel.load(tmp_path / "sf")
     assert model.tz_ == "America/Los_Angeles"
     metrics = model.metrics_

@@ -30,7 +30,6 @@ from vrvm.services.planning.compare import (
     compare_summary,
     compare_trip,
     iter_compare_matrix,
-    member_medians,
 )
 
 DEPART = "2024-03-05 08:15"
@@ -169,18 +168,6 @@ def test_members_without_spread_are_within_only_when_nothing_changed():
     ).iloc[0]
     assert same["within_uncertainty"] and not moved["within_uncertainty"]
     assert moved["median_change_lower90_s"] == moved["median_change_upper90_s"]
-
-
-def test_member_medians_of_members_whose_components_differ_are_solved():
-    # two members, two blocks: member m is components m and 2 + m, at other locations
-    loc = np.log([[500.0, 800.0], [600.0, 900.0], [560.0, 700.0], [640.0, 1000.0]])
-    dist = MixtureDistribution(loc, 0.25, transform="log", n_members=2)
-    medians = member_medians(dist)
-    assert medians.shape == (2, 2)
-    for m in range(2):
-        assert np.allclose(dist.member_cdf(medians[m])[m], 0.5, atol=1e-9)
-    shared = MixtureDistribution(np.vstack([loc[:2], loc[:2]]), 0.25, transform="log", n_members=2)
-    assert np.allclose(member_medians(shared), np.exp(loc[:2]))
 
 
 def test_summary_counts_and_the_tally_match(model_a, model_slow, queries):

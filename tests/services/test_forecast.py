@@ -147,15 +147,17 @@ def test_answer_says_how_much_data_stands_behind_it(tiny_home, tiny_model, tiny_
 
 def test_member_medians_are_the_members_own(tiny_model, pair):
     dist = tiny_model.predict_dist(query_frame(*pair, DEPARTURE))
-    medians = member_medians(dist)
-    assert medians.shape == (tiny_model.n_members,)
-    for m, median in enumerate(medians):  # each member alone, as a mixture of one
-        df = None if dist.df is None else dist.df[m : m + 1, :1]
+    medians = member_medians(dist)[:, 0] / 60
+    m_count = tiny_model.n_members
+    assert medians.shape == (m_count,)
+    for m, median in enumerate(medians):  # each member alone: its components m, M + m, ...
+        df = None if dist.df is None else dist.df[m::m_count, :1]
         alone = MixtureDistribution(
-            dist.loc[m : m + 1, :1], dist.scale[m : m + 1, :1], df, dist.transform
+            dist.loc[m::m_count, :1], dist.scale[m::m_count, :1], df, dist.transform
         )
         assert median == pytest.approx(alone.median()[0] / 60, rel=1e-9)
-    mixture = dist.median()[0] / 60
+    base = dist.base if hasattr(dist, "base") else dist  # the members of F, before a map
+    mixture = base.median()[0] / 60
     assert medians.min() <= mixture <= medians.max()
 
 
@@ -195,3 +197,15 @@ def test_a_weekend_answer_from_weekday_trips_is_flagged_at_every_door(tiny_home,
     assert "for a Saturday" in notes[saturday] and notes[DEPARTURE] == ""
     legend = coverage_map(reach[saturday], "probability", 20)[2]
     assert legend[-1][0].endswith("on this kind of day)")
+
+
+def test_member_medians_of_members_whose_components_differ_are_solved():
+    # two members, two blocks: member m is components m and 2 + m, at other locations
+    loc = np.log([[500.0, 800.0], [600.0, 900.0], [560.0, 700.0], [640.0, 1000.0]])
+    dist = MixtureDistribution(loc, 0.25, transform="log", n_members=2)
+    medians = member_medians(dist)
+    assert medians.shape == (2, 2)
+    for m in range(2):
+        assert np.allclose(dist.member_cdf(medians[m])[m], 0.5, atol=1e-9)
+    shared = MixtureDistribution(np.vstack([loc[:2], loc[:2]]), 0.25, transform="log", n_members=2)
+    assert np.allclose(member_medians(shared), np.exp(loc[:2]))

@@ -17,7 +17,14 @@ from vrvm.trips.model.model_format import FORMAT_NAME, FORMAT_VERSION
 from vrvm.trips.store.model_dir import ModelFormatError, load_model_dir, save_model_dir
 
 # Small and fast: explicit widths skip the width search.
-FAST = {"n_members": 3, "kernel_widths": [1.0, 2.0], "max_basis": 60, "random_state": 0}
+#: Without the forest's pool, which stands for the median trees where it is kept.
+FAST = {
+    "n_members": 3,
+    "kernel_widths": [1.0, 2.0],
+    "max_basis": 60,
+    "random_state": 0,
+    "forest_durations": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +272,11 @@ def test_every_component_moves_alike_toward_the_median_trees(model):
 def test_updates_keep_the_median_trees_and_their_weight(tmp_path):
     trips = synthetic_city(2600, seed=13)
     model = TravelTimeModel(
-        n_members=2, kernel_widths=[1.0, 2.0], max_basis=60, random_state=0
+        n_members=2,
+        kernel_widths=[1.0, 2.0],
+        max_basis=60,
+        random_state=0,
+        forest_durations=False,
     ).fit(trips.iloc[:2000])
     stage = model.location_
     stage.median_weight_ = 0.5  # kept until the stream refits the spread (after 1,000 trips)
@@ -308,7 +319,11 @@ def test_the_stream_chooses_the_weight_again_at_each_spread_refit(monkeypatch):
     spread's score on the stream's held-out predictions, as it was at fit time."""
     trips = synthetic_city(2700, seed=17)
     model = TravelTimeModel(
-        n_members=2, kernel_widths=[1.0, 2.0], max_basis=60, random_state=0
+        n_members=2,
+        kernel_widths=[1.0, 2.0],
+        max_basis=60,
+        random_state=0,
+        forest_durations=False,
     ).fit(trips.iloc[:2200])
     stage = model.location_
     stage.median_weight_ = 0.8  # whatever was chosen: the stream decides again

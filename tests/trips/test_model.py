@@ -19,8 +19,16 @@ from vrvm.trips.store.model_dir import ModelFormatError
 from vrvm.trips.synthetic import synthetic_city
 from vrvm.trips.table import trips_sha256
 
-# Small and fast: explicit widths skip the width search.
-FAST = {"n_members": 3, "kernel_widths": [1.0, 2.0], "max_basis": 150, "random_state": 0}
+# Small and fast: explicit widths skip the width search. The members' mixture is under
+# test here: the forest's pool, which would follow it, has its own tests
+# (tests/trips/test_forest_durations.py).
+FAST = {
+    "n_members": 3,
+    "kernel_widths": [1.0, 2.0],
+    "max_basis": 150,
+    "random_state": 0,
+    "forest_durations": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +268,7 @@ def test_save_load_round_trip_gives_identical_predictions(model, queries, tmp_pa
 
     manifest = json.loads((path / "model.json").read_text())
     assert manifest["format_name"] == FORMAT_NAME
-    assert manifest["format_version"] == FORMAT_VERSION == 10
+    assert manifest["format_version"] == FORMAT_VERSION == 11
     meta = manifest["metadata"]
     assert meta["noise_scale"]["coef"] == model.noise_scale_coef_.tolist()
     assert meta["noise_scale"]["twin"] == model.twin_scale_ == loaded.twin_scale_ > 0

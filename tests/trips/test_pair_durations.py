@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import special
 
+from tests.trips.model_helpers import save_orphan_array, save_without
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.engine.calibration import PitMap
 from vrvm.engine.mixture import MixtureDistribution
@@ -267,28 +268,13 @@ def test_save_and_load_keep_the_regime_and_older_files_load_without_it(pair_mode
     loaded = TravelTimeModel.load(path)
     assert loaded.pair_durations
     np.testing.assert_array_equal(loaded.predict(queries), pair_model.predict(queries))
-    from vrvm.trips.model.model_format import FORMAT_NAME, FORMAT_VERSION
-    from vrvm.trips.store.model_dir import load_model_dir, save_model_dir
-
-    meta, arrays = load_model_dir(path, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION)
-    meta.pop("pair_durations")
-    arrays = {key: value for key, value in arrays.items() if not key.startswith("durations__")}
-    save_model_dir(
-        tmp_path / "old", metadata=meta, arrays=arrays, format_name=FORMAT_NAME, format_version=8
-    )
+    meta, arrays = save_without(path, "pair_durations", "durations", 8, tmp_path / "old")
     old = TravelTimeModel.load(tmp_path / "old")
     assert old.pair_durations is False and old.pair_durations_ is None
     off = copy.deepcopy(pair_model)
     off.pair_durations_ = None
     np.testing.assert_allclose(old.predict(queries), off.predict(queries), rtol=1e-12)
-    arrays["durations__log_s"] = np.zeros(3)
-    save_model_dir(
-        tmp_path / "bad",
-        metadata=meta,
-        arrays=arrays,
-        format_name=FORMAT_NAME,
-        format_version=FORMAT_VERSION,
-    )
+    save_orphan_array(meta, arrays, "durations__log_s", np.zeros(3), tmp_path / "bad")
     with pytest.raises(ModelFormatError, match="pair-duration arrays"):
         TravelTimeModel.load(tmp_path / "bad")
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import special
 
+from tests.trips.model_helpers import save_orphan_array, save_without
 from vrvm import TravelTimeModel, synthetic_city
 from vrvm.engine.calibration import PitMap
 from vrvm.engine.mixture import MixtureDistribution
@@ -252,15 +253,7 @@ def test_save_and_load_keep_the_regime_and_older_files_load_without_it(round_mod
     assert loaded.round_trips and loaded.round_trips_.weight == round_model.round_trips_.weight
     np.testing.assert_array_equal(loaded.predict(trips), round_model.predict(trips))
     # a file from before format 8: no "round_trips" key and no round__ arrays
-    from vrvm.trips.model.model_format import FORMAT_NAME, FORMAT_VERSION
-    from vrvm.trips.store.model_dir import load_model_dir, save_model_dir
-
-    meta, arrays = load_model_dir(path, format_name=FORMAT_NAME, max_format_version=FORMAT_VERSION)
-    meta.pop("round_trips")
-    arrays = {key: value for key, value in arrays.items() if not key.startswith("round__")}
-    save_model_dir(
-        tmp_path / "old", metadata=meta, arrays=arrays, format_name=FORMAT_NAME, format_version=7
-    )
+    meta, arrays = save_without(path, "round_trips", "round", 7, tmp_path / "old")
     old = TravelTimeModel.load(tmp_path / "old")
     assert old.round_trips is False and old.round_trips_ is None
     plain = old.spread_.mixture(  # what the members alone say
@@ -268,14 +261,7 @@ def test_save_and_load_keep_the_regime_and_older_files_load_without_it(round_mod
     )
     np.testing.assert_allclose(old.predict(trips), plain.median(), rtol=1e-12)
     # round-trip arrays without their metadata are refused
-    arrays["round__log_s"] = np.zeros(3)
-    save_model_dir(
-        tmp_path / "bad",
-        metadata=meta,
-        arrays=arrays,
-        format_name=FORMAT_NAME,
-        format_version=FORMAT_VERSION,
-    )
+    save_orphan_array(meta, arrays, "round__log_s", np.zeros(3), tmp_path / "bad")
     with pytest.raises(ModelFormatError, match="round-trip arrays"):
         TravelTimeModel.load(tmp_path / "bad")
 

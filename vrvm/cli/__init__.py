@@ -491,6 +491,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(a sharper model; predictions take 1.5x as long) (on)",
     )
     train.add_argument(
+        "--forest-durations",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with the location stage, pool every prediction with a quantile forest's "
+        "neighbours of the trip (64 trees on the stage's inputs) where that beats the "
+        "members by 0.5 %% CRPS on training trips out of bag; the median trees are then "
+        "dropped (on)",
+    )
+    train.add_argument(
         "--recalibration",
         choices=("auto", "none"),
         default="auto",

@@ -14,6 +14,7 @@ from vrvm.cli._output import ProgressBar, holdout_summary, print_report
 from vrvm.cli._reading import reading_options, zone_origin
 from vrvm.services.versions.models import default_model_name, model_name
 from vrvm.trips.files.reader import read_layout, read_trips
+from vrvm.trips.model.forest_durations import MIN_GAIN
 from vrvm.trips.model.pair_durations import BANDS
 from vrvm.trips.model.split import split_holdout
 from vrvm.trips.model.travel_time import TravelTimeModel
@@ -61,6 +62,7 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
         pair_offsets=args.pair_offsets,
         location_stage=args.location_stage,
         median_trees=args.median_trees,
+        forest_durations=args.forest_durations,
         recalibration=args.recalibration,
         random_state=args.seed,
     )
@@ -106,11 +108,13 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
                 f"{stage.median_weight_:g} after the members (chosen out of shard)"
             )
     if (record := model.spread_.score.get("pit_map")) is not None:
+        # with the forest's pool, predictions read the pool through a map of its own
+        whose = "PIT map of the members alone" if model.forest_pooled() else "PIT map"
         lines.append(
-            f"PIT map: degree {record['degree']}, out-of-shard gain "
+            f"{whose}: degree {record['degree']}, out-of-shard gain "
             f"{record['cv_gain']:.3f} nats per trip over {record['n_pit']:,} trips"
             if model.spread_.pit_map is not None
-            else f"PIT map: none (the out-of-shard PITs are uniform to "
+            else f"{whose}: none (the out-of-shard PITs are uniform to "
             f"{max(record['cv_gain'], 0.0):.3f} nats per trip)"
         )
     if (offsets := model.pair_offsets_) is not None:
@@ -143,6 +147,21 @@ def cmd_train(args, stdout: IO[str], stderr: IO[str]) -> int:
             + ")"
             if pairs.active
             else "pairs seen before: the members' own predictive (no band gained 2 %)"
+        )
+    if (forest := getattr(model, "forest_durations_", None)) is not None:
+        score = forest.score
+        pool_map = (
+            "no PIT map"
+            if forest.pit_map is None
+            else f"the pool's own PIT map (degree {forest.pit_map.degree})"
+        )
+        lines.append(
+            f"forest neighbours: {forest.roots.size} trees on {forest.n_trips:,} trips pooled "
+            f"with the members, read through {pool_map} (out-of-bag CRPS "
+            f"{score['pool']:.1f} s against {score['model']:.1f} s; median trees dropped)"
+            if forest.active
+            else f"forest neighbours: off (out-of-bag CRPS {score['pool']:.1f} s against "
+            f"the members' {score['model']:.1f} s: less than {MIN_GAIN:.1%} better)"
         )
     two_stage = model.training_summary_.get("two_stage")
     if two_stage:

@@ -249,16 +249,31 @@ def density_curve(
     return frame
 
 
-def density_description(dist: MixtureDistribution) -> str:
-    """What the density chart of ``dist`` shows, in one sentence for its caption.
+def density_description(dist: MixtureDistribution, *, forest: bool = False) -> str:
+    """What the density chart of ``dist`` shows, in one sentence for its caption;
+    ``forest``: the model pools its members with a forest's neighbours
+    (:meth:`TravelTimeModel.forest_pooled
+    <vrvm.trips.model.travel_time.TravelTimeModel.forest_pooled>`).
 
     Examples
     --------
     >>> dist = MixtureDistribution(np.log([[600.0], [660.0]]), 0.2, transform="log")
     >>> density_description(dist)[:38]
     'Exact mixture of 2 ensemble members (f'
+    >>> density_description(dist, forest=True)[:60]
+    'The mixture of 2 ensemble members, each pooled half and half'
     """
     members = dist.n_members
+    if forest:
+        mapped = (
+            " and read through the pool's PIT map" if isinstance(dist, RecalibratedMixture) else ""
+        )
+        return (
+            f"The mixture of {members} ensemble members, each pooled half and half with "
+            "the durations of the trip's neighbours in a quantile forest (training trips "
+            f"that share its leaves){mapped} (faint curves: each member's share of the "
+            "density, its neighbours' included, so they add up to it)."
+        )
     if isinstance(dist, RecalibratedMixture):
         return (
             f"The mixture of {members} ensemble members read through the model's PIT map, "
@@ -390,18 +405,55 @@ def observed_pair_trips(
 
 
 def member_medians(dist: MixtureDistribution) -> np.ndarray:
-    """Each ensemble member's median travel time for the first query, in minutes.
+    """Each ensemble member's median travel time (seconds), shape ``(n_members, n)``.
 
-    Each member is a Bayesian model fitted on its own shard of the trips; where data
-    is thin their fits differ, so the spread of their medians is a cheap measure of
-    the model's own (epistemic) uncertainty, beside the trip-to-trip spread of the
-    predictive interval. Members are symmetric on the model scale, so a member's
-    median is its location (exponentiated for log-seconds; with twin scales both of a
-    member's components share it).
+    Each member is a Bayesian model fitted on its own shard of the trips; where data is
+    thin their fits differ, so the spread of their medians is a cheap measure of the
+    model's own (epistemic) uncertainty, beside the trip-to-trip spread of the
+    predictive interval (the Predict page's members, the comparison of two versions).
+    A member's components share their location (the twin scales change the scale only)
+    and are symmetric on the model scale, so its median is that location, read on
+    seconds; members whose components differ in location (a pair's own durations
+    blended in, a forest's neighbours pooled with each member) are solved by bisection
+    on :meth:`~vrvm.engine.mixture.MixtureDistribution.member_cdf`. These are the
+    members of the mixture F: a PIT map corrects the mixture's probabilities, not the
+    members' disagreement.
+
+    Examples
+    --------
+    >>> mix = MixtureDistribution(np.log([[300.0, 600.0], [330.0, 660.0]]), 0.2,
+    ...                           transform="log")
+    >>> member_medians(mix).round(6)
+    array([[300., 600.],
+           [330., 660.]])
     """
-    loc = dist.loc[: dist.n_members, 0]
-    seconds = np.exp(loc) if dist.transform == "log" else loc
-    return seconds / 60.0
+    m = dist.n_members
+    loc = np.asarray(dist.loc, dtype=np.float64)
+    blocks = loc.reshape(dist.n_components // m, m, len(dist))
+    if np.all(blocks == blocks[:1]):
+        centre = blocks[0]
+        return np.exp(centre) if dist.transform == "log" else centre.copy()
+    return _bisect_member_medians(dist)
+
+
+def _bisect_member_medians(dist: MixtureDistribution) -> np.ndarray:
+    """Member medians by bisection (components of a member at different locations)."""
+    m, n = dist.n_members, len(dist)
+    # F = mean of the member cdfs, so F_m <= M F and 1 - F_m <= M (1 - F): every member's
+    # median lies between F's quantiles at 1/(2M) and 1 - 1/(2M)
+    base = dist.base if hasattr(dist, "base") else dist
+    lo_q, hi_q = base.ppf(np.array([[0.5 / m], [1.0 - 0.5 / m]]))
+    lo = np.broadcast_to(lo_q, (m, n)).copy()
+    hi = np.broadcast_to(hi_q, (m, n)).copy()
+    members = np.arange(m)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        below = np.empty((m, n), dtype=bool)
+        for k in members:  # member k at its own points
+            below[k] = base.member_cdf(mid[k])[k] < 0.5
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
 
 
 def od_support(
@@ -553,6 +605,6 @@ def answer_od(
         observed=observed,
         observed_rings=rings,
         support=support,
-        member_medians_min=member_medians(forecast.dist),
+        member_medians_min=member_medians(forecast.dist[:1])[:, 0] / 60.0,
         indices=od_indices(model, query_frame(origin, dest, departure), forecast.dist),
     )

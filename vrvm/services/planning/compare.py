@@ -105,7 +105,7 @@ from scipy import stats
 
 from vrvm.engine.mixture import MixtureDistribution
 from vrvm.services.analyst.area_check import ModelArea, model_area
-from vrvm.services.answers.forecast import query_frame
+from vrvm.services.answers.forecast import member_medians, query_frame
 from vrvm.services.answers.matrix import iter_pair_batches
 from vrvm.services.answers.schedule import local_time
 from vrvm.services.display.colours import (
@@ -142,7 +142,6 @@ __all__ = [
     "compare_summary",
     "compare_trip",
     "iter_compare_matrix",
-    "member_medians",
 ]
 
 QUADRATURE_LEVELS = 512
@@ -231,53 +230,6 @@ def _check_threshold(threshold_s) -> float:
 
 
 # ------------------------------------------------------------------------- the numbers
-def member_medians(dist: MixtureDistribution) -> np.ndarray:
-    """Each ensemble member's median travel time, shape ``(n_members, n)``.
-
-    A member's components share their location (the twin scales change the scale only)
-    and are symmetric on the model scale, so its median is that location, read on
-    seconds; members whose components differ in location are solved by bisection on
-    :meth:`~vrvm.engine.mixture.MixtureDistribution.member_cdf`. These are the members
-    of the mixture F: a PIT map corrects the mixture's probabilities, not the members'
-    disagreement.
-
-    Examples
-    --------
-    >>> mix = MixtureDistribution(np.log([[300.0, 600.0], [330.0, 660.0]]), 0.2,
-    ...                           transform="log")
-    >>> member_medians(mix).round(6)
-    array([[300., 600.],
-           [330., 660.]])
-    """
-    m = dist.n_members
-    loc = np.asarray(dist.loc, dtype=np.float64)
-    blocks = loc.reshape(dist.n_components // m, m, len(dist))
-    if np.all(blocks == blocks[:1]):
-        centre = blocks[0]
-        return np.exp(centre) if dist.transform == "log" else centre.copy()
-    return _bisect_member_medians(dist)
-
-
-def _bisect_member_medians(dist: MixtureDistribution) -> np.ndarray:
-    """Member medians by bisection (components of a member at different locations)."""
-    m, n = dist.n_members, len(dist)
-    # F = mean of the member cdfs, so F_m <= M F and 1 - F_m <= M (1 - F): every member's
-    # median lies between F's quantiles at 1/(2M) and 1 - 1/(2M)
-    base = dist.base if hasattr(dist, "base") else dist
-    lo_q, hi_q = base.ppf(np.array([[0.5 / m], [1.0 - 0.5 / m]]))
-    lo = np.broadcast_to(lo_q, (m, n)).copy()
-    hi = np.broadcast_to(hi_q, (m, n)).copy()
-    members = np.arange(m)
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        below = np.empty((m, n), dtype=bool)
-        for k in members:  # member k at its own points
-            below[k] = base.member_cdf(mid[k])[k] < 0.5
-        lo = np.where(below, mid, lo)
-        hi = np.where(below, hi, mid)
-    return 0.5 * (lo + hi)
-
-
 def _median_change_interval(
     medians_a: np.ndarray, medians_b: np.ndarray, change: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -277,7 +277,9 @@ class OnlineState:
         each standing for the trips it stood for at fit time) with the new out-of-fold
         residuals, re-solved (:meth:`GrowingBasis.resolve
         <vrvm.engine.growing.GrowingBasis.resolve>`), and the pair offsets on the
-        members' out-of-shard residuals (:func:`fit_model_offsets`). The distance scale
+        members' out-of-shard residuals (:func:`fit_model_offsets`), and the forest's
+        trees where it is pooled (:meth:`ForestDurations.regrow
+        <vrvm.trips.model.forest_durations.ForestDurations.regrow>`). The distance scale
         keeps being refitted on the stream (:meth:`refit_scale`).
         """
         if self.kept is None or self.since_stage < STAGE_REFRESH_FRACTION * self.stage_trips:
@@ -301,6 +303,9 @@ class OnlineState:
             model.pair_offsets_, _ = fit_model_offsets(
                 model, kept._replace(y=target), model.h3_resolution_
             )
+        if (forest := getattr(model, "forest_durations_", None)) is not None and forest.active:
+            # the forest's neighbours from the kept trips too (its pool as fitted)
+            forest.regrow(kept.F, kept.y, random_state=self.n_refreshes + 1, n_jobs=model.n_jobs)
         self.stage_trips, self.since_stage = self.kept.n, 0
         self.n_refreshes += 1
         return True

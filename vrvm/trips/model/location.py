@@ -64,7 +64,7 @@ from vrvm.trips.model.features import (
     _local_wall_clock_us,
 )
 
-__all__ = ["MEDIAN_WEIGHTS", "MIN_TRIPS", "LocationStage", "Trees"]
+__all__ = ["MEDIAN_WEIGHTS", "MIN_TRIPS", "LocationStage", "Trees", "check_trees"]
 
 #: Training trips below which a model fits no stage. Five folds of trees that stop early
 #: on a tenth of each fold need trips to find cuts: on 3,000 trips of each city the stage
@@ -122,6 +122,45 @@ INPUT_NAMES = (
 _KERNEL_INPUTS = INPUT_NAMES[:7]
 
 
+def check_trees(trees, n_inputs: int, *, max_leaves: int | None, what: str) -> None:
+    """Check that flat node arrays form trees (ValueError naming ``what`` otherwise).
+
+    ``trees`` has node arrays ``feature``, ``threshold``, ``left``, ``right`` and ``leaf``
+    and the trees' first nodes ``roots`` (as :class:`Trees`): each tree a consecutive
+    node range, every split on one of ``n_inputs`` inputs at a finite threshold, its
+    children after it inside its tree, every node but a root the child of exactly one
+    split, and at most ``max_leaves`` leaves a tree (None: any number).
+    """
+    n = trees.feature.size
+    if any(
+        np.shape(getattr(trees, name)) != (n,) for name in ("threshold", "left", "right", "leaf")
+    ):
+        raise ValueError(f"{what}: node arrays of different lengths")
+    roots = trees.roots
+    if roots.ndim != 1 or not roots.size or n == 0:
+        raise ValueError(f"{what}: no trees")
+    ends = np.append(roots[1:], n)
+    if roots[0] != 0 or np.any(ends <= roots):
+        raise ValueError(f"{what}: trees that are not consecutive node ranges")
+    if not np.all(np.isfinite(trees.threshold)):
+        raise ValueError(f"{what}: non-finite leaf values or thresholds")
+    leaf = trees.leaf
+    inner = np.flatnonzero(~leaf)
+    if np.any((trees.feature[inner] < 0) | (trees.feature[inner] >= n_inputs)):
+        raise ValueError(f"{what}: a split on an input it does not have")
+    tree_of = np.repeat(np.arange(roots.size), ends - roots)
+    tree_end = ends[tree_of]
+    for child in (trees.left[inner], trees.right[inner]):
+        if np.any((child <= inner) | (child >= tree_end[inner])):
+            raise ValueError(f"{what}: a child outside its tree or before its parent")
+    # every node but a root is the child of exactly one split: the nodes form trees
+    children = np.concatenate([trees.left[inner], trees.right[inner]])
+    if np.unique(children).size != children.size or children.size != n - roots.size:
+        raise ValueError(f"{what}: nodes that do not form trees")
+    if max_leaves is not None and np.any(np.bincount(tree_of, weights=leaf) > max_leaves):
+        raise ValueError(f"{what}: a tree of more than {max_leaves} leaves")
+
+
 @dataclass
 class Trees:
     """Regression trees as flat arrays: node ``i`` splits on ``feature[i]`` at
@@ -177,27 +216,9 @@ class Trees:
         n = self.feature.size
         if any(getattr(self, name).shape != (n,) for name in self.FIELDS[:6]):
             raise ValueError("location stage: node arrays of different lengths")
-        if self.roots.ndim != 1 or not self.roots.size or n == 0:
-            raise ValueError("location stage: no trees")
-        ends = np.append(self.roots[1:], n)
-        if self.roots[0] != 0 or np.any(ends <= self.roots):
-            raise ValueError("location stage: trees that are not consecutive node ranges")
-        if not (np.all(np.isfinite(self.value)) and np.all(np.isfinite(self.threshold))):
+        if not np.all(np.isfinite(self.value)):
             raise ValueError("location stage: non-finite leaf values or thresholds")
-        inner = np.flatnonzero(~self.leaf)
-        if np.any((self.feature[inner] < 0) | (self.feature[inner] >= n_inputs)):
-            raise ValueError("location stage: a split on an input it does not have")
-        tree_of = self._tree_of()
-        tree_end = ends[tree_of]
-        for child in (self.left[inner], self.right[inner]):
-            if np.any((child <= inner) | (child >= tree_end[inner])):
-                raise ValueError("location stage: a child outside its tree or before its parent")
-        # every node but a root is the child of exactly one split: the nodes form trees
-        children = np.concatenate([self.left[inner], self.right[inner]])
-        if np.unique(children).size != children.size or children.size != n - self.roots.size:
-            raise ValueError("location stage: nodes that do not form trees")
-        if np.any(np.bincount(tree_of, weights=self.leaf) > 64):
-            raise ValueError("location stage: a tree of more than 64 leaves")
+        check_trees(self, n_inputs, max_leaves=64, what="location stage")
 
     def _tree_of(self) -> np.ndarray:
         """The tree of each node (trees are consecutive node ranges from their roots)."""
@@ -584,6 +605,13 @@ class LocationStage:
     def offset_of_inputs(self, F: np.ndarray) -> np.ndarray:
         """:meth:`offset` of trips whose inputs (:meth:`inputs`) are ``F``."""
         return self.trees_(F) + (self.baseline_ - self.center_)
+
+    def drop_median_trees(self) -> None:
+        """Keep no median trees (a model whose forest pool stands for them): weight 0,
+        and refreshes grow none."""
+        self.median_trees = False
+        self.median_trees_, self.median_baseline_, self.median_gap_ = None, 0.0, None
+        self.median_weight_, self.median_scores_ = 0.0, {}
 
     def median_location_of_inputs(self, F: np.ndarray) -> np.ndarray:
         """The median trees' location (log seconds) of trips whose inputs are ``F``."""

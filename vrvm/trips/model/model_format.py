@@ -33,7 +33,11 @@ saved without them loads with ``pair_durations=False`` and predicts as it did. V
 weight, and the arrays ``location__median_{feature,threshold,left,right,value,leaf,roots}``,
 checked as trees, and the parameter ``median_trees``); a stage saved without them has none
 and predicts as it did, and a model saved without the parameter loads with
-``median_trees`` True exactly when its stage has median trees.
+``median_trees`` True exactly when its stage has median trees. Version 11 added the
+forest pooled with the predictive (``forest_durations``: its constants, weight and
+score, and the arrays ``forest__{feature,threshold,left,right,value_row,values,roots}``,
+checked as trees); a model saved without it loads with ``forest_durations=False`` and
+predicts as it did.
 
 A loaded model is checked to be one that could have been fitted (issue 32): its arrays
 hold finite numbers (only the kernel widths of linear columns are NaN, and the fit's
@@ -56,7 +60,8 @@ from vrvm.engine.regressor import VRVMRegressor
 from vrvm.trips.model._ensemble import RELEVANCE_TRIP_COLUMNS
 from vrvm.trips.model._spread import Spread
 from vrvm.trips.model.features import TripFeaturizer
-from vrvm.trips.model.location import LocationStage
+from vrvm.trips.model.forest_durations import ForestDurations
+from vrvm.trips.model.location import INPUT_NAMES, LocationStage
 from vrvm.trips.model.pair_durations import PairDurations
 from vrvm.trips.model.pair_offsets import PairOffsets
 from vrvm.trips.model.round_trips import RoundTrips
@@ -70,11 +75,12 @@ FORMAT_NAME = "vrvm.TravelTimeModel"
 # 4: the zone-pair offsets, absent is none; 5: twin scales; 6: the location stage;
 # 7: the PIT map (noise_scale.pit_map), absent is none; 8: the round-trip regime;
 # 9: the pairs' own durations; 10: the location stage's median trees
-FORMAT_VERSION = 10
+FORMAT_VERSION = 11
 _PAIRS = "pairs"  # prefix of the pair offsets' arrays
 _LOCATION = "location"  # prefix of the location stage's arrays
 _ROUND = "round"  # prefix of the round-trip regime's arrays
 _DURATIONS = "durations"  # prefix of the pairs' own durations' arrays
+_FOREST = "forest"  # prefix of the forest's arrays
 N_SELF_CHECK = 32
 """Relevance trips a loaded model must predict sanely (spread over its members)."""
 SANE_FACTOR = 1000.0
@@ -129,6 +135,10 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
     if (pairs := getattr(model, "pair_durations_", None)) is not None:
         durations_meta, durations_arrays = pairs.to_state()
         arrays.update({f"{_DURATIONS}__{key}": value for key, value in durations_arrays.items()})
+    forest_meta = None
+    if (forest := getattr(model, "forest_durations_", None)) is not None:
+        forest_meta, forest_arrays = forest.to_state()
+        arrays.update({f"{_FOREST}__{key}": value for key, value in forest_arrays.items()})
     metadata = {
         "params": _json_params(model),
         "n_members": len(model.members_),
@@ -150,6 +160,7 @@ def save_model(model, path: str | os.PathLike[str], metrics: Mapping | None) -> 
         "location_stage": location_meta,
         "round_trips": round_meta,
         "pair_durations": durations_meta,
+        "forest_durations": forest_meta,
         "n_updates": int(model.n_updates_),
         "update_history": list(model.update_history_),
         "members": member_meta,
@@ -168,6 +179,7 @@ _NOUNS = {
     "location_stage": "location-stage",
     "round_trips": "round-trip",
     "pair_durations": "pair-duration",
+    "forest_durations": "forest-duration",
 }
 
 
@@ -204,6 +216,7 @@ def load_model(cls, path: str | os.PathLike[str]):
         location_arrays: dict[str, np.ndarray] = {}
         round_arrays: dict[str, np.ndarray] = {}
         durations_arrays: dict[str, np.ndarray] = {}
+        forest_arrays: dict[str, np.ndarray] = {}
         for key, value in arrays.items():
             prefix, sep, name = key.partition("__")
             if prefix == _PAIRS and sep:
@@ -217,6 +230,9 @@ def load_model(cls, path: str | os.PathLike[str]):
                 continue
             if prefix == _DURATIONS and sep:
                 durations_arrays[name] = value
+                continue
+            if prefix == _FOREST and sep:
+                forest_arrays[name] = value
                 continue
             index = int(prefix[1:]) if prefix[1:].isdigit() else -1
             if not (sep and prefix[:1] == "m" and 0 <= index < n_members):
@@ -245,13 +261,20 @@ def load_model(cls, path: str | os.PathLike[str]):
         model.metrics_ = meta["metrics"]
         model.n_updates_ = int(meta.get("n_updates", 0))
         model.update_history_ = list(meta.get("update_history", []))
-        # collaborators added in formats 4, 6, 8 and 9 (None before, or fitted without)
+        # collaborators added in formats 4, 6, 8, 9 and 11 (None before, or fitted without)
         model.pair_offsets_ = _owned(model, meta, "pair_offsets", pair_arrays, PairOffsets)
         model.location_ = _owned(model, meta, "location_stage", location_arrays, LocationStage)
         model.round_trips_ = _owned(model, meta, "round_trips", round_arrays, RoundTrips)
         model.pair_durations_ = _owned(
             model, meta, "pair_durations", durations_arrays, PairDurations
         )
+        model.forest_durations_ = _owned(
+            model, meta, "forest_durations", forest_arrays, ForestDurations
+        )
+        forest = model.forest_durations_
+        if forest is not None and forest.active:  # it splits the location stage's inputs
+            if model.location_ is None or forest.n_inputs != len(INPUT_NAMES):
+                raise ValueError("a forest without the location stage whose inputs it splits")
         # the median trees (format 10) are the location stage's: the switch says whether
         # the stage has them
         has_median = model.location_ is not None and model.location_.median_trees_ is not None

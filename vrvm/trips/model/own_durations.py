@@ -229,7 +229,9 @@ def replace_components(
     return MixtureDistribution(loc, new_scale, dist.df, dist.transform, n_members=dist.n_members)
 
 
-def held_out_cdf(model, data, loo: np.ndarray, rows: np.ndarray) -> Callable | None:
+def held_out_cdf(
+    model, data, loo: np.ndarray, rows: np.ndarray, *, mapped: bool = True
+) -> Callable | None:
     """The model's held-out cdf of its training trips ``rows``, as a function
     ``model_cdf(sub, grid)`` of indices ``sub`` into ``rows`` and a log-seconds grid,
     shape (len(sub), len(grid)); None with fewer than two members or
@@ -240,7 +242,8 @@ def held_out_cdf(model, data, loo: np.ndarray, rows: np.ndarray) -> Callable | N
     ``shard_of_row`` and ``raw`` with the ends and travel times), ``loo`` the training
     trips' leave-one-out pair offsets. A trip's cdf is that of the members that did not
     see it (:func:`~vrvm.engine.calibration.held_out_pits`, under the spread), read
-    through the PIT map: what :meth:`Spread.fit` scores.
+    through the PIT map (``mapped``; the mixture F itself otherwise): what
+    :meth:`Spread.fit` scores.
     """
     predictors = model.member_predictors()
     n_members = len(predictors)
@@ -265,6 +268,6 @@ def held_out_cdf(model, data, loo: np.ndarray, rows: np.ndarray) -> Callable | N
             ],
             axis=1,
         )
-        return cdf if spread.pit_map is None else spread.pit_map.cdf(cdf)
+        return cdf if spread.pit_map is None or not mapped else spread.pit_map.cdf(cdf)
 
     return model_cdf

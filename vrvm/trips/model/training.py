@@ -64,9 +64,7 @@ from vrvm.trips.model._outofcore import (
     part_statistics,
     sample_part,
 )
-from vrvm.trips.model.pair_durations import fit_model_pair_durations
 from vrvm.trips.model.pair_offsets import PairOffsets, offset_resolutions, out_of_shard_residual
-from vrvm.trips.model.round_trips import fit_model_round_trips
 from vrvm.trips.table import check_trips, trip_provenance
 
 __all__ = ["FitOutcome", "fit_dataset", "stage_one_weight"]
@@ -275,23 +273,12 @@ def fit_dataset(
             rate = min(1.0, OFFSET_TRIPS / max(n_trips - n_test, 1))
             plan = dataclasses.replace(plan, members=model.members_)
             loo = _pair_offsets(model, fitted, plan, rate, dataset, report("offsets"), options)
-        # the distance and twin scales of what the offsets and the median trees leave,
-        # out of shard on the sample
-        shift, held_out = model.median_shift(fitted, loo, seeds.noise_scale)
-        loo = loo + shift
-        model.spread_ = model.new_spread().fit(
-            model.member_predictors(),
-            fitted.X,
-            fitted.y - loo,
-            fitted.d,
-            fitted.shard_of_row,
-            seeds.noise_scale,
-            held_out=held_out,  # the refitted members' predictions the weight was chosen on
-        )
-        if model.round_trips:  # round trips from the sample's, as the spread
-            model.round_trips_ = fit_model_round_trips(model, fitted, loo, seeds.noise_scale)
-        if model.pair_durations:  # the sample's pairs, as the round trips
-            model.pair_durations_ = fit_model_pair_durations(model, fitted, loo, seeds.noise_scale)
+        inputs = None
+        if model.location_ is not None:  # the stage's inputs of the sample, for the forest
+            inputs = model.location_.inputs(model.featurizer_, sample, fitted.X, fitted.d)
+        # the forest or the median trees, the spread and the own-duration regimes, out of
+        # shard on the sample with the refitted members
+        model.fit_after_members(fitted, loo, seeds.noise_scale, inputs)
     _second_stage(model, total, fitted, train, provenance, spec, dataset, weight)
     model.fit_time_s_ = time.perf_counter() - started
     report_all = combine_reports(total.reports) if total.reports else None

@@ -37,6 +37,7 @@ from vrvm.trips.model import _ensemble, location, model_format
 from vrvm.trips.model._online import KeptArrays, OnlineState, record_history
 from vrvm.trips.model._spread import Spread, out_of_shard
 from vrvm.trips.model.features import TripFeaturizer
+from vrvm.trips.model.forest_durations import fit_model_forest_durations
 from vrvm.trips.model.location import MEDIAN_WEIGHTS
 from vrvm.trips.model.pair_durations import fit_model_pair_durations
 from vrvm.trips.model.pair_offsets import ENDS, fit_model_offsets
@@ -96,6 +97,7 @@ _PARAMETER_CONSTRAINTS = {
     "median_trees": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
     "round_trips": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
     "pair_durations": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
+    "forest_durations": (lambda v: isinstance(v, bool | np.bool_), "True or False"),
     "recalibration": (one_of("auto", "none"), '"auto" or "none"'),
     "client": (
         lambda v: v is None or isinstance(v, str) or hasattr(v, "submit"),
@@ -302,6 +304,16 @@ class TravelTimeModel(BaseEstimator):
         Francisco bike share, where pairs of stations seen a few times are where a
         quantile forest kept its lead, CRPS fell 0.5 % over three seeds (NLL +0.05);
         Chicago and NYC keep the members' predictive (``BENCHMARKS.md``, issue 34).
+    forest_durations : bool, default=True
+        With the location stage, pool every prediction with a quantile forest's
+        neighbours of the trip: K = G'((F + R) / 2), F the members' mixture, R the
+        union of the trip's leaves' durations in 64 trees on the stage's inputs, G' a
+        PIT map fitted on the pooled PITs of training trips (out of bag and out of
+        shard) (:class:`~vrvm.trips.model.forest_durations.ForestDurations`; off, and
+        dropped, where the pool gains less than 0.5 % CRPS there). The predictive stays
+        an exact mixture, of twice the components; updates leave the forest as
+        fitted. On the San Francisco bike share CRPS fell below the quantile forest's;
+        Chicago and NYC keep the predictive (``BENCHMARKS.md``, issue 34).
     recalibration : {"auto", "none"}, default="auto"
         ``"auto"``: fit a PIT map G on the out-of-shard PIT values of the training trips
         (with the spread, and again with it on the stream) and predict with
@@ -363,6 +375,11 @@ class TravelTimeModel(BaseEstimator):
         The pairs' own durations (None with ``pair_durations=False``,
         ``target="seconds"``, one member, and models saved before it existed); off
         (``active`` False) where the blend did not help.
+    forest_durations_ : ForestDurations or None
+        The forest pooled with the members' mixture (None with
+        ``forest_durations=False``, without a location stage, ``target="seconds"``, one
+        member, and models saved before it existed); off (``active`` False, no trees)
+        where the pool did not help.
     spread_ : Spread
         The spread it puts around its members (the distance scale and twin scales),
         fitted out of shard; the four attributes below read it.
@@ -467,6 +484,7 @@ class TravelTimeModel(BaseEstimator):
         median_trees: bool = True,
         round_trips: bool = True,
         pair_durations: bool = True,
+        forest_durations: bool = True,
         recalibration: str = "auto",
         noise_prior: float = 4.0,
         random_state: int | np.random.Generator | None = None,
@@ -502,6 +520,7 @@ class TravelTimeModel(BaseEstimator):
         self.median_trees = median_trees
         self.round_trips = round_trips
         self.pair_durations = pair_durations
+        self.forest_durations = forest_durations
         self.recalibration = recalibration
         self.noise_prior = noise_prior
         self.random_state = random_state
@@ -691,32 +710,20 @@ class TravelTimeModel(BaseEstimator):
         self.pair_offsets_ = None
         self.round_trips_ = None
         self.pair_durations_ = None
+        self.forest_durations_ = None
         if final:
             loo = np.zeros(y.size)  # each trip's offset without itself
             if self.pair_offsets:
                 self.pair_offsets_, loo = fit_model_offsets(self, data, resolution)
-            # the distance and twin scales of what the offsets and the median trees
-            # leave, out of shard
-            shift, held_out = self.median_shift(data, loo, seeds.noise_scale)
-            loo = loo + shift
-            self.spread_ = self.new_spread().fit(
-                self.member_predictors(),
-                X,
-                y - loo,
-                d,
-                shard_of_row,
-                seeds.noise_scale,
-                held_out=held_out,  # the members' predictions the weight was chosen on
-            )
-            if self.round_trips:  # round trips from their own cells' rides
-                self.round_trips_ = fit_model_round_trips(self, data, loo, seeds.noise_scale)
-            if self.pair_durations:  # pairs seen before from their own trips
-                self.pair_durations_ = fit_model_pair_durations(self, data, loo, seeds.noise_scale)
+            inputs = None
+            if self.location_ is not None:  # the stage's inputs: its refreshes' and the forest's
+                inputs = self.location_.inputs(featurizer, trips, X, d)
+            self.fit_after_members(data, loo, seeds.noise_scale, inputs)
             if self.online_reserve > 0:
                 kept = None
                 if self.location_ is not None:  # the trips its refreshes refit it on
                     kept = KeptArrays(
-                        self.location_.inputs(featurizer, trips, X, d),
+                        inputs,
                         X,
                         d,
                         y + stage_offset,
@@ -740,6 +747,46 @@ class TravelTimeModel(BaseEstimator):
         self.fit_time_s_ = time.perf_counter() - started
         logger.info("fitted %d members in %.1f s", self.n_members, self.fit_time_s_)
         return data
+
+    def fit_after_members(
+        self, data: FitData, loo: np.ndarray, seed: int, inputs: np.ndarray | None
+    ) -> np.ndarray:
+        """What a fit learns after its members and pair offsets, on the trips of ``data``
+        (``loo``: their leave-one-out pair offsets; ``inputs``: the location stage's
+        inputs of them, None without a stage; ``seed``: the spread's): the forest's
+        pool, or else the median trees' weight; the spread; the round trips and the
+        pairs' own durations. Returns ``loo`` with the median trees' shift.
+
+        The forest is scored against the spread of what the offsets leave; where it is
+        kept its neighbours stand for the median trees, which are dropped (on the San
+        Francisco bike share the pool without them scored 140.36 s against 140.43 with
+        them, and predictions cost less than the median trees alone). Where it is not,
+        the median trees' weight is chosen (:meth:`median_shift`) and the spread fitted
+        on what they leave, as without a forest.
+        """
+
+        def fit_spread(targets: np.ndarray, held_out=None) -> None:
+            # the distance and twin scales (and the PIT map) of what ``targets`` leave
+            predictors = self.member_predictors()
+            self.spread_ = self.new_spread().fit(
+                predictors, data.X, targets, data.d, data.shard_of_row, seed, held_out=held_out
+            )
+
+        self.forest_durations_ = None
+        if self.forest_durations and inputs is not None:
+            fit_spread(data.y - loo)
+            self.forest_durations_ = fit_model_forest_durations(self, data, loo, inputs, seed)
+        if self.forest_pooled():
+            self.location_.drop_median_trees()  # the forest's neighbours stand for them
+        else:  # out of shard, what the offsets and the median trees leave
+            shift, held_out = self.median_shift(data, loo, seed)
+            loo = loo + shift
+            fit_spread(data.y - loo, held_out)  # the predictions the weight was chosen on
+        if self.round_trips:  # round trips from their own cells' rides
+            self.round_trips_ = fit_model_round_trips(self, data, loo, seed)
+        if self.pair_durations:  # pairs seen before from their own trips
+            self.pair_durations_ = fit_model_pair_durations(self, data, loo, seed)
+        return loo
 
     def median_shift(
         self, data: FitData, loo: np.ndarray, seed: int
@@ -853,6 +900,9 @@ class TravelTimeModel(BaseEstimator):
             A round trip's components are the round-trip regime's where it is on
             (``round_trips_``), those of a trip between cells seen before the blend
             of their own trips' durations with the members' (``pair_durations_``).
+            Where the forest is on (``forest_durations_``) these components are
+            followed by as many normals at the forest's neighbours' durations, and
+            read through the forest's PIT map instead of the spread's.
         """
         check_is_fitted(self, "members_")
         queries = check_trips(queries, with_target=False, name="queries")
@@ -876,7 +926,15 @@ class TravelTimeModel(BaseEstimator):
             dist = regime.apply(dist, *ends)
         if (pairs := getattr(self, "pair_durations_", None)) is not None:
             dist = pairs.apply(dist, *ends)
+        if stage is not None and self.forest_pooled():  # pooled with the forest's neighbours
+            dist = self.forest_durations_.apply(dist, F)
         return dist
+
+    def forest_pooled(self) -> bool:
+        """Whether predictions pool the members' mixture with the forest's neighbours
+        (``forest_durations_`` kept, with the location stage whose inputs it splits)."""
+        forest = getattr(self, "forest_durations_", None)
+        return self.location_ is not None and forest is not None and forest.active
 
     def trips_on_day_kind(self, queries: pd.DataFrame) -> np.ndarray | None:
         """How many training trips departed on each query's kind of day.
@@ -924,10 +982,13 @@ class TravelTimeModel(BaseEstimator):
     def recalibrate(self, probability) -> np.ndarray:
         """G(p): a probability the members' mixture F gives for an event "within T",
         read through the spread's PIT map as :meth:`predict_dist` reads F(T) (``p``
-        unchanged without a map). For answers built member by member, such as a fleet's
-        chance that any of several bases is in time."""
+        unchanged without a map); where the forest is pooled, F is the pool and the map
+        the pool's. For answers built member by member, such as a fleet's chance that any
+        of several bases is in time."""
         probability = np.asarray(probability, dtype=np.float64)
         pit_map = self.spread_.pit_map
+        if self.forest_pooled():
+            pit_map = self.forest_durations_.pit_map  # predict_dist reads the pool through it
         return probability.copy() if pit_map is None else pit_map.cdf(probability)
 
     def noise_scale_at(self, km) -> np.ndarray:
