@@ -89,7 +89,10 @@ def test_component_cdfs_are_the_members_and_average_to_the_mixture(tiny_model, t
     z = (np.log(600.0) - dist.loc) / dist.scale
     expected = stats.norm.cdf(z) if dist.df is None else stats.t.cdf(z, dist.df)
     np.testing.assert_allclose(members, expected, rtol=1e-10, atol=1e-14)
-    np.testing.assert_allclose(members.mean(axis=0), dist.cdf(600.0), rtol=1e-12)
+    # the components' mean is the mixture F; the predictive reads it through its map
+    np.testing.assert_allclose(
+        tiny_model.recalibrate(members.mean(axis=0)), dist.cdf(600.0), rtol=1e-12
+    )
     assert dist.component_cdf(np.array([[300.0], [900.0]])).shape == (
         dist.n_components,
         2,
@@ -162,16 +165,25 @@ def test_any_base_matches_a_simulation_from_the_members(tiny_model, tiny_area, c
     dist = tiny_model.predict_dist(queries)
     n_draws, n_bases, n_zones = 200_000, len(three_bases), rows.size
     rng = np.random.default_rng(20240305)
-    member = rng.integers(dist.n_components, size=(n_draws, 1, n_zones))  # shared by bases
+    members, blocks = dist.n_members, dist.n_components // dist.n_members
+    member = rng.integers(members, size=(n_draws, 1, n_zones))  # shared by the bases
+    # then each base's time from that member's own mixture (its components m, M + m, ...)
+    component = member + members * rng.integers(blocks, size=(n_draws, n_bases, n_zones))
     cols = np.arange(n_bases * n_zones).reshape(1, n_bases, n_zones)
-    loc, scale = dist.loc[member, cols], dist.scale[member, cols]
+    loc, scale = dist.loc[component, cols], dist.scale[component, cols]
     if dist.df is None:
         noise = rng.standard_normal(loc.shape)
-    else:
-        noise = rng.standard_t(dist.df[member, cols])
+    else:  # Student-t components, and normal ones (df = inf: a forest's neighbours)
+        df = dist.df[component, cols]
+        finite = np.isfinite(df)
+        noise = np.where(
+            finite, rng.standard_t(np.where(finite, df, 1.0)), rng.standard_normal(df.shape)
+        )
     times = np.exp(loc + scale * noise)  # seconds
     simulated = (times.min(axis=1) <= 60.0 * threshold_min).mean(axis=0)
-    expected = p_any[rows]
+    # the members' P(any), before the map the answer is read through
+    pit_map = getattr(dist, "pit_map", None)
+    expected = p_any[rows] if pit_map is None else pit_map.ppf(p_any[rows])
     standard_error = np.sqrt(expected * (1 - expected) / n_draws)
     assert np.all(np.abs(simulated - expected) <= 5 * standard_error), (simulated, expected)
 

@@ -172,7 +172,8 @@ def test_window_distribution_is_the_average_over_departures(tiny_model, pair):
     pooled = schedule.window_distribution(tiny_model, *pair, start, end)
     n_members = len(tiny_model.members_)
     assert pooled.n_members == 60 * n_members and len(pooled) == 1
-    assert pooled.n_components == pooled.n_members * (2 if tiny_model.twin_scale_ else 1)
+    one = tiny_model.predict_dist(queries(*pair, [start]))  # one departure's components
+    assert pooled.n_components == 60 * one.n_components
     # brute force: each departure's own distribution, then the average cdf
     departures = start + pd.to_timedelta(30 + 60 * np.arange(60), unit="s")
     each = tiny_model.predict_dist(queries(*pair, departures))

@@ -94,8 +94,10 @@ What the split cannot see
 -------------------------
 The epistemic part is what the *members* are unsure of. Parts of the predictive every
 member shares are point estimates with no uncertainty of their own: the location
-stage's boosted trees (models of 2,000 trips or more), the zone-pair offsets and the
-spread. Where the trees carry the structure the members model residuals, and a
+stage's boosted trees (models of 2,000 trips or more), the zone-pair offsets, the
+spread, and a forest's neighbours where the model pools them (left out of the split:
+it is made on what the members alone predict, ``predict_dist(queries, forest=False)``).
+Where the trees carry the structure the members model residuals, and a
 thinned region can then show a *smaller* epistemic share than a dense one (measured on
 Synthetica, 3,700 trips, the north-east quarter thinned to 5 %: 1.3-3.2 % in the
 region against 1.6-4.3 % elsewhere over three seeds; without the stage 7.9-13.0 %
@@ -281,7 +283,9 @@ def spread_parts(model: TravelTimeModel, queries: pd.DataFrame) -> SpreadParts:
     True
     """
     queries = check_trips(queries, with_target=False, name="queries")
-    dist = model.predict_dist(queries)
+    # the members' own predictive: a forest's neighbours, pooled with every member
+    # alike, are a shared estimate like the location stage, not the members' doubt
+    dist = model.predict_dist(queries, forest=False)
     loc, scale, df = dist.loc, dist.scale, dist.df
     component = Normal(loc, scale) if df is None else StudentT(loc, scale, df)
     variance = component.var()

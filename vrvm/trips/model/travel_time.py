@@ -878,7 +878,7 @@ class TravelTimeModel(BaseEstimator):
         return trip_strata(trips, tz, zones, self.h3_resolution, self.target_zones)
 
     # ------------------------------------------------------------------ prediction
-    def predict_dist(self, queries: pd.DataFrame) -> MixtureDistribution:
+    def predict_dist(self, queries: pd.DataFrame, *, forest: bool = True) -> MixtureDistribution:
         """Predictive distribution of the travel time (seconds) of each query.
 
         Parameters
@@ -887,6 +887,11 @@ class TravelTimeModel(BaseEstimator):
             Columns ``origin_lat, origin_lon, dest_lat, dest_lon, start_time``;
             other columns are ignored. Naive ``start_time`` values are read as wall
             clock times in the model's time zone ``tz_``.
+        forest : bool, default=True
+            Pool with the forest's neighbours where the model does
+            (:meth:`forest_pooled`); False gives what the members say without them
+            (the split of the members' own uncertainty, which the forest's shared
+            neighbours are no part of).
 
         Returns
         -------
@@ -926,7 +931,7 @@ class TravelTimeModel(BaseEstimator):
             dist = regime.apply(dist, *ends)
         if (pairs := getattr(self, "pair_durations_", None)) is not None:
             dist = pairs.apply(dist, *ends)
-        if stage is not None and self.forest_pooled():  # pooled with the forest's neighbours
+        if forest and stage is not None and self.forest_pooled():  # the forest's neighbours
             dist = self.forest_durations_.apply(dist, F)
         return dist
 
