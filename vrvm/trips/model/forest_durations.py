@@ -21,8 +21,10 @@ gap to its neighbours (at least :data:`SCALE_FLOOR`), C the model's components:
 the linear pool of R with the members' mixture F, read through a PIT map G' fitted on
 the pooled PITs of training trips (Kuleshov et al. 2018; the model's own map G was
 fitted for F alone). The pool is still an exact equal-weight mixture: F's components
-and R's normals, member m keeping its own and the pair ``q_m``, ``q_{C-1-m}`` (so that
-the members' medians still tell how much they disagree). The forest is kept when K beats
+and R's normals, member m keeping its own and the pair ``q_m``, ``q_{C-1-m}``
+(symmetric about R's median, so no member is moved to one side of it; the pair, shared
+by every member, narrows their spread, and what the members alone say is
+``predict_dist(queries, forest=False)``). The forest is kept when K beats
 the model's predictive H = G o F by :data:`MIN_GAIN` in CRPS over at most
 :data:`FIT_ROWS` training trips: each trip's R from the trees whose bootstrap sample
 left it out (out of bag), its F out of shard
